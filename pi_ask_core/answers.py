@@ -1,0 +1,255 @@
+"""Submit checks (spec §4): the envelope, then (after the host's flow lookup) the answers.
+
+Both steps take plain decoded JSON (dicts, lists, strings, numbers) and never raise on any
+input: every problem becomes a ``SubmitError`` with the spec's code and echoed ids, or an
+``AnswerProblem`` that the host reports as ``invalid_answer``. Messages are our own wording and
+name the offending field, question id or option value.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Final, Literal
+
+import msgspec
+
+from .js import is_blank, js_object, js_ordered_keys
+from .protocol import AskQuestion, ResultMode, SubmitErrorCode
+
+__all__ = [
+    "AcceptedAnswer",
+    "AcceptedResponse",
+    "AnswerProblem",
+    "Envelope",
+    "FormIndex",
+    "Selection",
+    "SubmitError",
+    "check_answer",
+    "check_answer_response",
+    "parse_envelope",
+]
+
+_ABSENT: Final = object()
+_MODES: Final = ("submit", "elaborate")
+
+
+class SubmitError(msgspec.Struct, frozen=True):
+    """A refused submit: the ``error``/``message`` of the ``submit-result`` and the echoed ids."""
+
+    code: SubmitErrorCode
+    message: str
+    request_id: str
+    flow_id: str
+
+
+class Envelope(msgspec.Struct, frozen=True):
+    """A submit that passed checks E1-E6. ``response`` is the raw response object."""
+
+    request_id: str
+    flow_id: str
+    kind: Literal["answer", "cancel"]
+    response: Mapping[str, object]
+
+
+class AnswerProblem(msgspec.Struct, frozen=True):
+    """Why an answer response was refused (reported as ``invalid_answer``)."""
+
+    message: str
+
+
+class Selection(msgspec.Struct, frozen=True):
+    value: str
+    label: str
+    index: int  # 1-based position of the option in its question
+
+
+class AcceptedAnswer(msgspec.Struct, frozen=True):
+    """The host's state for one answered question (spec §4.3 semantics)."""
+
+    selections: tuple[Selection, ...] = ()
+    custom_text: str | None = None  # raw, only when not blank
+    note: str | None = None  # raw, only when not blank
+    option_notes: dict[str, str] = msgspec.field(default_factory=dict)  # non-blank, JS key order
+
+
+class AcceptedResponse(msgspec.Struct, frozen=True):
+    mode: ResultMode
+    answers: dict[str, AcceptedAnswer]  # JS key order; replaces the whole answer set
+
+
+class _QuestionIndex:
+    __slots__ = ("options", "question")
+
+    def __init__(self, question: AskQuestion) -> None:
+        self.question = question
+        self.options: dict[str, tuple[str, int]] = {
+            option.value: (option.label, position)
+            for position, option in enumerate(question.options, start=1)
+        }
+
+
+class FormIndex:
+    """Lookup tables for checking answers against one form, built once per flow."""
+
+    __slots__ = ("questions",)
+
+    def __init__(self, questions: Sequence[AskQuestion]) -> None:
+        self.questions: dict[str, _QuestionIndex] = {q.id: _QuestionIndex(q) for q in questions}
+
+
+def _kind_of(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, (list, tuple)):
+        return "an array"
+    if isinstance(value, Mapping):
+        return "an object"
+    return f"a {type(value).__name__}"
+
+
+def _show(value: object) -> str:
+    """A short JSON-ish rendering of a value for messages; never raises."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = _kind_of(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _is_version_one(value: object) -> bool:
+    # The JavaScript number 1: JSON 1 or 1.0, never True (spec A9).
+    return type(value) in (int, float) and value == 1
+
+
+def parse_envelope(data: object) -> Envelope | SubmitError:
+    """Checks E1-E6 of spec §4.1, in order."""
+    if not isinstance(data, Mapping):
+        return SubmitError(
+            "invalid_request", f"A submit must be a JSON object, not {_kind_of(data)}.", "", ""
+        )
+    request_id = data.get("requestId")
+    flow_id = data.get("flowId")
+    rid = request_id if isinstance(request_id, str) else ""
+    fid = flow_id if isinstance(flow_id, str) else ""
+
+    def refuse(message: str) -> SubmitError:
+        return SubmitError("invalid_request", message, rid, fid)
+
+    if not _is_version_one(data.get("version", _ABSENT)):
+        shown = "missing" if "version" not in data else _show(data["version"])
+        return refuse(f"Submit version must be the number 1, got {shown}.")
+    if not rid:
+        return refuse("Submit requestId is required: a non-empty string chosen by the bridge.")
+    if not fid:
+        return refuse("Submit flowId is required: the flowId of the started event.")
+    response = data.get("response")
+    if not isinstance(response, Mapping):
+        return refuse(f"Submit response must be an object, not {_kind_of(response)}.")
+    kind = response.get("kind")
+    if kind != "answer" and kind != "cancel":
+        return refuse(f'Submit response.kind must be "answer" or "cancel", got {_show(kind)}.')
+    return Envelope(rid, fid, kind, response)
+
+
+def check_answer_response(
+    response: Mapping[str, object], form: FormIndex
+) -> AcceptedResponse | AnswerProblem:
+    """Checks A1-A4 of spec §4.2 for a ``kind: "answer"`` response; the first failure wins."""
+    answers = response.get("answers")
+    if not isinstance(answers, Mapping):
+        return AnswerProblem(
+            "An answer response must include an answers object (question id -> answer), "
+            f"got {_kind_of(answers) if 'answers' in response else 'none'}."
+        )
+    mode = response.get("mode", "submit")
+    if mode not in _MODES or not isinstance(mode, str):
+        return AnswerProblem(f'Answer mode must be "submit" or "elaborate", got {_show(mode)}.')
+    accepted: list[tuple[str, AcceptedAnswer]] = []
+    for key in js_ordered_keys(answers):
+        index = form.questions.get(key) if isinstance(key, str) else None
+        if index is None:
+            known = ", ".join(f'"{qid}"' for qid in form.questions)
+            return AnswerProblem(f'Unknown question id "{key}"; this form has {known}.')
+        answer = check_answer(key, answers[key], index)
+        if isinstance(answer, AnswerProblem):
+            return answer
+        accepted.append((key, answer))
+    return AcceptedResponse("submit" if mode == "submit" else "elaborate", dict(accepted))
+
+
+def check_answer(qid: str, entry: object, index: _QuestionIndex) -> AcceptedAnswer | AnswerProblem:
+    """Checks P1-P10 of spec §4.3 for one question's answer, in order."""
+    if not isinstance(entry, Mapping):
+        return AnswerProblem(f'The answer for question "{qid}" must be an object, not {_kind_of(entry)}.')
+    qtype = index.question.type
+    raw_values = entry.get("values", _ABSENT)
+    values: Sequence[str]
+    if raw_values is _ABSENT:
+        values = ()
+    elif isinstance(raw_values, (list, tuple)) and all(isinstance(v, str) for v in raw_values):
+        values = raw_values
+    else:
+        return AnswerProblem(
+            f'values for question "{qid}" must be an array of option value strings, '
+            f"got {_show(raw_values)}."
+        )
+    if len(set(values)) != len(values):
+        return AnswerProblem(f'values for question "{qid}" must be unique, got {_show(list(values))}.')
+    if qtype != "multi" and len(values) > 1:
+        return AnswerProblem(
+            f'Question "{qid}" is a {qtype} question and accepts only one selected value, '
+            f"got {len(values)}."
+        )
+    custom = entry.get("customText", _ABSENT)
+    if custom is not _ABSENT and not isinstance(custom, str):
+        return AnswerProblem(f'customText for question "{qid}" must be a string, not {_kind_of(custom)}.')
+    custom_text = custom if isinstance(custom, str) and not is_blank(custom) else None
+    if custom_text is not None and qtype != "multi" and values:
+        return AnswerProblem(
+            f'Question "{qid}" is a {qtype} question and cannot combine a selected value '
+            "with custom text."
+        )
+    note = entry.get("note", _ABSENT)
+    if note is not _ABSENT and not isinstance(note, str):
+        return AnswerProblem(f'note for question "{qid}" must be a string, not {_kind_of(note)}.')
+    raw_notes = entry.get("optionNotes", _ABSENT)
+    notes: Mapping[object, str] = {}
+    if raw_notes is not _ABSENT:
+        if not isinstance(raw_notes, Mapping) or not all(isinstance(n, str) for n in raw_notes.values()):
+            return AnswerProblem(
+                f'optionNotes for question "{qid}" must be an object mapping option values '
+                "to note strings."
+            )
+        notes = raw_notes
+    options = index.options
+    selections = []
+    for value in values:
+        found = options.get(value)
+        if found is None:
+            known = ", ".join(f'"{v}"' for v in options)
+            return AnswerProblem(
+                f'Unknown option value "{value}" for question "{qid}"; send one of its option '
+                f"values ({known}), never a label."
+            )
+        selections.append(Selection(value, found[0], found[1]))
+    kept: list[tuple[str, str]] = []
+    for key in js_ordered_keys(notes):
+        text = notes[key]
+        if is_blank(text):
+            continue
+        if not isinstance(key, str) or key not in options:
+            return AnswerProblem(f'optionNotes for question "{qid}" name unknown option value "{key}".')
+        kept.append((key, text))
+    return AcceptedAnswer(
+        selections=tuple(selections),
+        custom_text=custom_text,
+        note=note if isinstance(note, str) and not is_blank(note) else None,
+        option_notes=js_object(kept),
+    )

@@ -1,0 +1,336 @@
+"""FlowHost: opens, resolves, completes and disposes flows on a bus, as the extension does (§3-§5)."""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from collections.abc import Callable, Mapping
+from typing import Literal
+
+import msgspec
+from msgspec import UNSET, structs
+
+from .answers import (
+    AcceptedAnswer,
+    AcceptedResponse,
+    AnswerProblem,
+    FormIndex,
+    SubmitError,
+    check_answer_response,
+    parse_envelope,
+)
+from .bus import EventBus
+from .errors import SubmitRefused
+from .forms import Form, parse_form
+from .protocol import (
+    COMPLETED,
+    STARTED,
+    SUBMIT,
+    SUBMIT_RESULT,
+    AskQuestion,
+    AskResult,
+    CompletedEvent,
+    FlowSource,
+    StartedEvent,
+    SubmitAck,
+    SubmitRejection,
+    SubmitResultEvent,
+)
+from .results import build_result
+
+__all__ = ["Clock", "FlowHandle", "FlowHost", "FlowState", "Scheduler"]
+
+Scheduler = Callable[[Callable[[], None]], object]
+"""Runs a callback later, e.g. ``loop.call_soon``; the reference emits ``started`` in a microtask."""
+Clock = Callable[[], int]
+"""Milliseconds since the Unix epoch."""
+FlowState = Literal["open", "completed", "disposed"]
+
+_BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
+
+
+def _epoch_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _random_flow_id(now_ms: int) -> str:
+    # Like JavaScript's Math.random().toString(36).slice(2): about eleven base-36 digits.
+    suffix = "".join(random.choice(_BASE36) for _ in range(11))
+    return f"flow:{now_ms}:{suffix}"
+
+
+class FlowHandle:
+    """One flow opened by ``FlowHost.start``.
+
+    The host's own user can answer it (``complete``), edit local answers without completing
+    (``set_local_answers``, what a cancel then reports), cancel it, or the host can dispose it
+    (the UI went away, or the session ended: no ``completed`` is emitted).
+    """
+
+    __slots__ = ("_done_callbacks", "_host", "_index", "_local", "_result", "_state", "form",
+                 "flow_id", "source", "tool_call_id")
+
+    def __init__(
+        self, host: FlowHost, flow_id: str, form: Form, tool_call_id: str | None, source: FlowSource
+    ) -> None:
+        self._host = host
+        self.flow_id = flow_id
+        self.form = form
+        self.tool_call_id = tool_call_id
+        self.source: FlowSource = source
+        self._index = FormIndex(form.questions)
+        self._local: dict[str, AcceptedAnswer] = {}
+        self._state: FlowState = "open"
+        self._result: bytes | None = None  # encoded, so callers and listeners never share it
+        self._done_callbacks: list[Callable[[FlowHandle], None]] = []
+
+    @property
+    def title(self) -> str | None:
+        return None if self.form.title is UNSET else self.form.title
+
+    @property
+    def questions(self) -> tuple[AskQuestion, ...]:
+        return self.form.questions
+
+    @property
+    def state(self) -> FlowState:
+        return self._state
+
+    @property
+    def is_open(self) -> bool:
+        return self._state == "open"
+
+    @property
+    def result(self) -> AskResult | None:
+        """The result the tool returns, once the flow completed (a fresh copy on each access)."""
+        return None if self._result is None else msgspec.json.decode(self._result, type=AskResult)
+
+    def add_done_callback(self, callback: Callable[[FlowHandle], None]) -> None:
+        """Call ``callback(handle)`` once the flow completes or is disposed (now, if it has)."""
+        if self._state == "open":
+            self._done_callbacks.append(callback)
+        else:
+            callback(self)
+
+    def complete(self, response: object) -> AskResult:
+        """Answer or cancel locally, as the host's own UI does; emits ``completed``.
+
+        ``response`` is a ``RemoteAskResponse`` (dict or Struct) checked by the same rules as a
+        remote submit. Raises ``SubmitRefused`` (the flow stays open) when it is invalid or the
+        flow is no longer open.
+        """
+        raw = msgspec.to_builtins(response) if isinstance(response, msgspec.Struct) else response
+        if self._state != "open":
+            raise SubmitRefused("flow_not_found", f'Flow "{self.flow_id}" is {self._state}.')
+        if not isinstance(raw, Mapping) or raw.get("kind") not in ("answer", "cancel"):
+            raise SubmitRefused(
+                "invalid_request", 'A response must be an object whose kind is "answer" or "cancel".'
+            )
+        if raw.get("kind") == "cancel":
+            return self.cancel()
+        decision = check_answer_response(raw, self._index)
+        if isinstance(decision, AnswerProblem):
+            raise SubmitRefused("invalid_answer", decision.message)
+        return self._finish(decision)
+
+    def cancel(self) -> AskResult:
+        """Cancel locally (the user pressed Escape); emits ``completed`` with ``cancelled``."""
+        if self._state != "open":
+            raise SubmitRefused("flow_not_found", f'Flow "{self.flow_id}" is {self._state}.')
+        return self._finish(None)
+
+    def set_local_answers(self, answers: object) -> None:
+        """Replace the answers typed in the host's own UI (not a completion).
+
+        ``answers`` is an ``answers`` object as in a submit. They are what a cancel reports
+        (spec §4.3, example L6). Raises ``SubmitRefused`` when invalid.
+        """
+        decision = check_answer_response({"kind": "answer", "answers": answers}, self._index)
+        if isinstance(decision, AnswerProblem):
+            raise SubmitRefused("invalid_answer", decision.message)
+        self._local = dict(decision.answers)
+
+    def dispose(self) -> None:
+        """End the flow without ``completed`` (UI closed, aborted, session ended)."""
+        if self._state != "open":
+            return
+        self._state = "disposed"
+        self._host._forget(self)
+        self._run_callbacks()
+
+    def _finish(self, accepted: AcceptedResponse | None) -> AskResult:
+        """Complete once: leave the active set first, then emit ``completed`` (spec §3.4)."""
+        if accepted is None:
+            result = build_result(self.form, self._local, cancelled=True)
+        else:
+            result = build_result(self.form, accepted.answers, mode=accepted.mode)
+        self._state = "completed"
+        self._result = msgspec.json.encode(result)
+        self._host._forget(self)
+        self._host._emit_completed(self, result)
+        self._run_callbacks()
+        return result
+
+    def _run_callbacks(self) -> None:
+        callbacks, self._done_callbacks = self._done_callbacks, []
+        for callback in callbacks:
+            callback(self)
+
+    def _announce(self) -> None:
+        # The §3.3 guard: a flow that completed or was disposed before this ran stays silent.
+        if self._state == "open":
+            self._host._emit_started(self)
+
+    def __repr__(self) -> str:
+        return f"<FlowHandle {self.flow_id!r} {self._state}>"
+
+
+class FlowHost:
+    """A headless ``pi-agent-ask`` host on an event bus.
+
+    It answers every ``pi-agent-ask:submit`` on ``bus`` with exactly one ``submit-result``
+    (checks in spec order, ``completed`` before the ``submit-result`` it caused) until
+    ``close()``, after which submits get no answer at all, as after Pi's session shutdown.
+
+    ``schedule`` defers the ``started`` event as the reference does (pass ``loop.call_soon``);
+    without it ``start`` emits ``started`` before it returns. ``cwd`` is where relative
+    ``previewFile`` paths are read from. ``clock`` returns epoch milliseconds.
+    """
+
+    def __init__(
+        self,
+        bus: EventBus,
+        *,
+        present_single_as_multi: bool = False,
+        cwd: str | os.PathLike[str] | None = None,
+        schedule: Scheduler | None = None,
+        clock: Clock = _epoch_ms,
+    ) -> None:
+        self._bus = bus
+        self._present_single_as_multi = present_single_as_multi
+        self._cwd = cwd
+        self._schedule = schedule
+        self._clock = clock
+        self._active: dict[str, FlowHandle] = {}
+        # Every open flow, including one whose id a later flow took over (unreachable, but
+        # still disposed on close).
+        self._open: dict[int, FlowHandle] = {}
+        self._unsubscribe: Callable[[], None] | None = bus.on(SUBMIT, self.handle_submit)
+
+    @property
+    def bus(self) -> EventBus:
+        return self._bus
+
+    @property
+    def is_closed(self) -> bool:
+        return self._unsubscribe is None
+
+    @property
+    def active_flows(self) -> tuple[FlowHandle, ...]:
+        """Open flows in the order they were registered."""
+        return tuple(self._active.values())
+
+    def get(self, flow_id: str) -> FlowHandle | None:
+        return self._active.get(flow_id)
+
+    def start(
+        self, params: object, *, tool_call_id: str | None = None, source: FlowSource = "tool"
+    ) -> FlowHandle:
+        """Validate ask_user input and open a flow; raises ``InvalidForm`` (nothing emitted).
+
+        The flow is registered before ``started`` is emitted, so a submit made from inside a
+        ``started`` handler is processed.
+        """
+        if self._unsubscribe is None:
+            raise RuntimeError("FlowHost is closed")
+        form = parse_form(params, present_single_as_multi=self._present_single_as_multi, cwd=self._cwd)
+        flow_id = f"tool:{tool_call_id}" if tool_call_id else _random_flow_id(self._clock())
+        handle = FlowHandle(self, flow_id, form, tool_call_id or None, source)
+        # A later flow with the same id replaces the earlier one in the active set (spec §3.6).
+        self._active.pop(flow_id, None)
+        self._active[flow_id] = handle
+        self._open[id(handle)] = handle
+        if self._schedule is None:
+            handle._announce()
+        else:
+            self._schedule(handle._announce)
+        return handle
+
+    def close(self) -> None:
+        """Session shutdown: dispose every flow (no ``completed``) and stop answering submits."""
+        unsubscribe, self._unsubscribe = self._unsubscribe, None
+        if unsubscribe is not None:
+            unsubscribe()
+        for handle in list(self._open.values()):
+            handle.dispose()
+
+    def handle_submit(self, data: object) -> None:
+        """The submit-channel handler: decide, apply, and emit the acknowledgement."""
+        self._bus.emit(SUBMIT_RESULT, self.resolve_submit(data))
+
+    def resolve_submit(self, data: object) -> SubmitResultEvent:
+        """Apply one submit and return its acknowledgement (``completed`` is emitted here)."""
+        if isinstance(data, msgspec.Struct):
+            try:
+                data = msgspec.to_builtins(data)
+            except (TypeError, ValueError):
+                data = None
+        envelope = parse_envelope(data)
+        if isinstance(envelope, SubmitError):
+            return _rejection(envelope)
+        rid, fid = envelope.request_id, envelope.flow_id
+        handle = self._active.get(fid)
+        if handle is None:
+            return SubmitRejection(
+                request_id=rid,
+                flow_id=fid,
+                error="flow_not_found",
+                message=f'No ask flow "{fid}" is active: it never started, already completed, '
+                "or was closed.",
+            )
+        if envelope.kind == "cancel":
+            handle._finish(None)
+            return SubmitAck(request_id=rid, flow_id=fid)
+        decision = check_answer_response(envelope.response, handle._index)
+        if isinstance(decision, AnswerProblem):
+            return SubmitRejection(
+                request_id=rid, flow_id=fid, error="invalid_answer", message=decision.message
+            )
+        handle._finish(decision)
+        return SubmitAck(request_id=rid, flow_id=fid)
+
+    # --- called by handles ---
+
+    def _forget(self, handle: FlowHandle) -> None:
+        # Removes the entry for this id whichever flow holds it (reference behaviour, spec L5).
+        self._active.pop(handle.flow_id, None)
+        self._open.pop(id(handle), None)
+
+    def _emit_started(self, handle: FlowHandle) -> None:
+        event = StartedEvent(
+            flow_id=handle.flow_id,
+            tool_call_id=handle.tool_call_id if handle.tool_call_id is not None else UNSET,
+            source=handle.source,
+            title=handle.form.title,
+            # Each started event gets its own lists: a listener cannot change the host's form.
+            questions=[structs.replace(q, options=list(q.options)) for q in handle.form.questions],
+            created_at=self._clock(),
+        )
+        self._bus.emit(STARTED, event)
+
+    def _emit_completed(self, handle: FlowHandle, result: AskResult) -> None:
+        event = CompletedEvent(
+            flow_id=handle.flow_id,
+            tool_call_id=handle.tool_call_id if handle.tool_call_id is not None else UNSET,
+            source=handle.source,
+            result=result,
+            completed_at=self._clock(),
+        )
+        self._bus.emit(COMPLETED, event)
+
+
+def _rejection(error: SubmitError) -> SubmitRejection:
+    return SubmitRejection(
+        request_id=error.request_id, flow_id=error.flow_id, error=error.code, message=error.message
+    )

@@ -1,0 +1,344 @@
+"""Wire types of the ``pi-agent-ask`` protocol, as msgspec Structs.
+
+One source of truth for every payload on the four channels (spec §1). Field order is the
+reference key order, and optional fields use ``UNSET`` so that an absent key stays absent when
+encoded (never ``null``). Arrays are lists, so ``msgspec.to_builtins`` of any payload is exactly
+its JSON. Structs are frozen (fields cannot be reassigned); the host gives every listener lists
+of its own where sharing would let one listener change another's view.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal, Union
+
+import msgspec
+from msgspec import UNSET, Struct, UnsetType
+
+__all__ = [
+    "CHANNELS",
+    "COMPLETED",
+    "LEGACY_CHANNEL_PREFIX",
+    "PROTOCOL_VERSION",
+    "STARTED",
+    "SUBMIT",
+    "SUBMIT_RESULT",
+    "UNSET",
+    "AnswerResponse",
+    "AskElaborationPayload",
+    "AskContinuationPayload",
+    "AskOption",
+    "AskParams",
+    "AskParamsOption",
+    "AskParamsQuestion",
+    "AskQuestion",
+    "AskQuestionSummary",
+    "AskResult",
+    "AskResultAnswer",
+    "CancelResponse",
+    "Channel",
+    "CompletedEvent",
+    "ContextOption",
+    "ElaborationItem",
+    "ElaborationQuestionContext",
+    "FlowSource",
+    "InvalidInputError",
+    "InvalidInputResult",
+    "Issue",
+    "NextAction",
+    "OptionTarget",
+    "QuestionState",
+    "QuestionStatus",
+    "QuestionTarget",
+    "QuestionType",
+    "RemoteAnswer",
+    "RemoteResponse",
+    "ResultMode",
+    "StartedEvent",
+    "SubmitAck",
+    "SubmitErrorCode",
+    "SubmitEvent",
+    "SubmitRejection",
+    "SubmitResultEvent",
+    "UnsetType",
+    "submit_result_from_builtins",
+]
+
+PROTOCOL_VERSION: Final = 1
+
+STARTED: Final = "pi-agent-ask:started"
+COMPLETED: Final = "pi-agent-ask:completed"
+SUBMIT: Final = "pi-agent-ask:submit"
+SUBMIT_RESULT: Final = "pi-agent-ask:submit-result"
+
+Channel = Literal[
+    "pi-agent-ask:started",
+    "pi-agent-ask:completed",
+    "pi-agent-ask:submit",
+    "pi-agent-ask:submit-result",
+]
+CHANNELS: Final[tuple[Channel, ...]] = (STARTED, COMPLETED, SUBMIT, SUBMIT_RESULT)
+# The pre-1.2.7 names. Never listened on nor emitted to (spec §1.2); kept to recognise them.
+LEGACY_CHANNEL_PREFIX: Final = "@eko24ive/pi-ask:"
+
+QuestionType = Literal["single", "multi", "preview"]
+FlowSource = Literal["tool", "ask:resume"]
+ResultMode = Literal["submit", "elaborate"]
+SubmitErrorCode = Literal["flow_not_found", "invalid_request", "invalid_answer"]
+QuestionStatus = Literal["answered", "needs_clarification", "unanswered"]
+NextAction = Literal["clarify", "clarify_then_reask"]
+
+
+class _Wire(Struct, frozen=True, kw_only=True, rename="camel"):
+    """Base of all wire Structs: camelCase keys, keyword construction, immutable."""
+
+
+# --- started -----------------------------------------------------------------------------------
+
+
+class AskOption(_Wire, kw_only=True):
+    value: str
+    label: str
+    description: str | UnsetType = UNSET
+    preview: str | UnsetType = UNSET
+    preview_file: str | UnsetType = UNSET
+    recommended: bool | UnsetType = UNSET
+
+
+class AskQuestion(_Wire, kw_only=True):
+    id: str
+    label: str
+    prompt: str
+    type: QuestionType
+    requested_type: QuestionType | UnsetType = UNSET
+    presented_type: QuestionType | UnsetType = UNSET
+    required: bool = False
+    options: list[AskOption]
+
+    @property
+    def requested(self) -> QuestionType:
+        """The type the agent asked for (what results report)."""
+        return self.type if isinstance(self.requested_type, UnsetType) else self.requested_type
+
+
+class StartedEvent(_Wire, kw_only=True):
+    version: Literal[1] = 1
+    flow_id: str
+    tool_call_id: str | UnsetType = UNSET
+    source: FlowSource
+    title: str | UnsetType = UNSET
+    questions: list[AskQuestion]
+    created_at: int | float
+
+
+# --- completed ---------------------------------------------------------------------------------
+
+
+class AskQuestionSummary(_Wire, kw_only=True):
+    id: str
+    label: str
+    prompt: str
+    type: QuestionType
+    presented_type: QuestionType | UnsetType = UNSET
+
+
+class AskResultAnswer(_Wire, kw_only=True):
+    values: list[str]
+    labels: list[str]
+    indices: list[int]
+    custom_text: str | UnsetType = UNSET
+    note: str | UnsetType = UNSET
+    option_notes: dict[str, str] | UnsetType = UNSET
+
+
+class ContextOption(_Wire, kw_only=True):
+    value: str
+    label: str
+    description: str | UnsetType = UNSET
+    preview: str | UnsetType = UNSET
+    recommended: bool | UnsetType = UNSET
+
+
+class ElaborationQuestionContext(_Wire, kw_only=True):
+    id: str
+    label: str
+    prompt: str
+    type: QuestionType
+    presented_type: QuestionType | UnsetType = UNSET
+    options: list[ContextOption]
+
+
+class QuestionTarget(_Wire, kw_only=True, tag_field="kind", tag="question"):
+    pass
+
+
+class OptionTarget(_Wire, kw_only=True, tag_field="kind", tag="option"):
+    option_value: str
+
+
+class ElaborationItem(_Wire, kw_only=True):
+    """One clarification item. ``target`` decides the kind: an option item also has ``option``
+    and ``selected``; a question item has neither (so the key order matches the reference)."""
+
+    target: QuestionTarget | OptionTarget
+    question: ElaborationQuestionContext
+    option: ContextOption | UnsetType = UNSET
+    selected: bool | UnsetType = UNSET
+    answered: bool
+    answer: AskResultAnswer | UnsetType = UNSET
+    note: str
+
+
+class AskElaborationPayload(_Wire, kw_only=True):
+    instruction: str
+    next_action: NextAction = "clarify_then_reask"
+    items: list[ElaborationItem]
+
+
+class QuestionState(_Wire, kw_only=True):
+    status: QuestionStatus
+
+
+class AskContinuationPayload(_Wire, kw_only=True):
+    affected_question_ids: list[str]
+    preserved_answers: dict[str, AskResultAnswer]
+    question_states: dict[str, QuestionState]
+    strategy: Literal["refine_only", "resume"] = "refine_only"
+
+
+class AskResult(_Wire, kw_only=True):
+    title: str | UnsetType = UNSET
+    cancelled: bool
+    mode: ResultMode
+    questions: list[AskQuestionSummary]
+    answers: dict[str, AskResultAnswer]
+    continuation: AskContinuationPayload | UnsetType = UNSET
+    elaboration: AskElaborationPayload | UnsetType = UNSET
+
+
+class CompletedEvent(_Wire, kw_only=True):
+    version: Literal[1] = 1
+    flow_id: str
+    tool_call_id: str | UnsetType = UNSET
+    source: FlowSource
+    result: AskResult
+    completed_at: int | float
+
+
+# --- invalid ask_user input (a tool result, never an event) ------------------------------------
+
+
+class Issue(_Wire, kw_only=True):
+    path: str
+    message: str
+
+
+class InvalidInputError(_Wire, kw_only=True):
+    kind: Literal["invalid_input"] = "invalid_input"
+    issues: list[Issue]
+
+
+class InvalidInputResult(_Wire, kw_only=True):
+    """What the ``ask_user`` tool returns for a form that fails validation (spec §2.1)."""
+
+    title: str | UnsetType = UNSET
+    cancelled: Literal[True] = True
+    mode: Literal["submit"] = "submit"
+    questions: list[AskQuestionSummary] = msgspec.field(default_factory=list)
+    answers: dict[str, AskResultAnswer] = msgspec.field(default_factory=dict)
+    error: InvalidInputError
+
+
+# --- submit ------------------------------------------------------------------------------------
+
+
+class RemoteAnswer(_Wire, kw_only=True):
+    values: list[str] | UnsetType = UNSET
+    custom_text: str | UnsetType = UNSET
+    note: str | UnsetType = UNSET
+    option_notes: dict[str, str] | UnsetType = UNSET
+
+
+class AnswerResponse(_Wire, kw_only=True, tag_field="kind", tag="answer"):
+    mode: ResultMode | UnsetType = UNSET
+    answers: dict[str, RemoteAnswer]
+
+
+class CancelResponse(_Wire, kw_only=True, tag_field="kind", tag="cancel"):
+    pass
+
+
+RemoteResponse = Union[AnswerResponse, CancelResponse]
+
+
+class SubmitEvent(_Wire, kw_only=True):
+    version: Literal[1] = 1
+    request_id: str
+    flow_id: str
+    response: RemoteResponse
+
+
+# --- submit-result -----------------------------------------------------------------------------
+# ``ok`` is a boolean, which msgspec cannot use as a union tag, so the two shapes are separate
+# Structs and ``submit_result_from_builtins`` decides between them.
+
+
+class SubmitAck(_Wire, kw_only=True):
+    version: Literal[1] = 1
+    request_id: str
+    flow_id: str
+    ok: Literal[True] = True
+
+
+class SubmitRejection(_Wire, kw_only=True):
+    version: Literal[1] = 1
+    request_id: str
+    flow_id: str
+    ok: Literal[False] = False
+    error: SubmitErrorCode
+    message: str
+
+
+SubmitResultEvent = Union[SubmitAck, SubmitRejection]
+
+
+def submit_result_from_builtins(data: object) -> SubmitResultEvent:
+    """Decode a ``submit-result`` payload (decoded JSON) into ``SubmitAck | SubmitRejection``.
+
+    Raises ``msgspec.ValidationError`` naming the offending field when it fits neither shape.
+    Unknown extra keys (such as the reference's leaked ``state``) are ignored.
+    """
+    ok = data.get("ok") if isinstance(data, dict) else None
+    if ok is True:
+        return msgspec.convert(data, SubmitAck)
+    if ok is False:
+        return msgspec.convert(data, SubmitRejection)
+    raise msgspec.ValidationError("Expected `ok` to be true or false - at `$.ok`")
+
+
+# --- ask_user input (typed form of the tool parameters) ----------------------------------------
+
+
+class AskParamsOption(_Wire, kw_only=True):
+    value: str
+    label: str | UnsetType = UNSET
+    description: str | UnsetType = UNSET
+    preview: str | UnsetType = UNSET
+    preview_file: str | UnsetType = UNSET
+    recommended: bool | UnsetType = UNSET
+
+
+class AskParamsQuestion(_Wire, kw_only=True):
+    id: str
+    label: str | UnsetType = UNSET
+    prompt: str
+    type: QuestionType | UnsetType = UNSET
+    required: bool | UnsetType = UNSET
+    options: list[AskParamsOption]
+
+
+class AskParams(_Wire, kw_only=True):
+    """The ``ask_user`` tool input; ``FlowHost.start`` also takes it as a plain dict."""
+
+    title: str | UnsetType = UNSET
+    background: bool | UnsetType = UNSET
+    questions: list[AskParamsQuestion]

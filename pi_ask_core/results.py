@@ -1,0 +1,226 @@
+"""AskResult building (spec §5): values, labels, 1-based indices, notes, elaborate, cancel."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Final
+
+from msgspec import UNSET
+
+from .answers import AcceptedAnswer
+from .forms import Form
+from .js import js_object
+from .protocol import (
+    AskContinuationPayload,
+    AskElaborationPayload,
+    AskOption,
+    AskQuestion,
+    AskQuestionSummary,
+    AskResult,
+    AskResultAnswer,
+    ContextOption,
+    ElaborationItem,
+    ElaborationQuestionContext,
+    OptionTarget,
+    QuestionState,
+    QuestionTarget,
+    ResultMode,
+)
+
+__all__ = [
+    "ELABORATION_INSTRUCTION",
+    "build_result",
+    "is_committed",
+    "is_empty",
+    "serialize_answer",
+    "summarize_question",
+]
+
+# Our own wording (spec conventions): what the agent should do with an elaboration request.
+ELABORATION_INSTRUCTION: Final = (
+    "The user asked for clarification instead of answering. Reply to each note below first, "
+    "directly and briefly, using the question and option context given; the notes are not final "
+    "answers. Afterwards ask again only the questions that still need a choice, and do not move "
+    "on to new questions until the notes are resolved."
+)
+
+
+def serialize_answer(answer: AcceptedAnswer) -> AskResultAnswer:
+    """§5.1: one accepted answer as it appears in a result."""
+    selections = answer.selections
+    values = [s.value for s in selections]
+    labels = [s.label for s in selections]
+    custom = answer.custom_text
+    if custom is not None:
+        values.append(custom)
+        labels.append(custom)
+    notes = answer.option_notes
+    selected_notes = (
+        js_object((s.value, notes[s.value]) for s in selections if notes.get(s.value))
+        if notes
+        else None
+    )
+    return AskResultAnswer(
+        values=values,
+        labels=labels,
+        indices=[s.index for s in selections],
+        custom_text=custom if custom is not None else UNSET,
+        note=answer.note if answer.note is not None else UNSET,
+        option_notes=selected_notes if selected_notes else UNSET,
+    )
+
+
+def is_empty(answer: AskResultAnswer) -> bool:
+    """No value, label, index, custom text, note or option note."""
+    return not (
+        answer.values
+        or answer.labels
+        or answer.indices
+        or answer.custom_text is not UNSET
+        or answer.note is not UNSET
+        or answer.option_notes is not UNSET
+    )
+
+
+def is_committed(answer: AskResultAnswer) -> bool:
+    """At least one value, label or index, or a custom text."""
+    return bool(answer.values or answer.labels or answer.indices or answer.custom_text is not UNSET)
+
+
+def summarize_question(question: AskQuestion) -> AskQuestionSummary:
+    requested = question.requested
+    presented = question.presented_type
+    return AskQuestionSummary(
+        id=question.id,
+        label=question.label,
+        prompt=question.prompt,
+        type=requested,
+        presented_type=presented if presented is not UNSET and presented != requested else UNSET,
+    )
+
+
+def _context_option(option: AskOption) -> ContextOption:
+    return ContextOption(
+        value=option.value,
+        label=option.label,
+        description=option.description,
+        preview=option.preview,
+        recommended=option.recommended,
+    )
+
+
+def _question_context(question: AskQuestion) -> ElaborationQuestionContext:
+    summary = summarize_question(question)
+    return ElaborationQuestionContext(
+        id=summary.id,
+        label=summary.label,
+        prompt=summary.prompt,
+        type=summary.type,
+        presented_type=summary.presented_type,
+        options=[_context_option(option) for option in question.options],
+    )
+
+
+def _elaboration_items(
+    question: AskQuestion, accepted: AcceptedAnswer, serialized: AskResultAnswer
+) -> list[ElaborationItem]:
+    answered = bool(accepted.selections) or accepted.custom_text is not None
+    answer = serialized if answered else UNSET
+    context = _question_context(question)
+    items = []
+    if accepted.note is not None:
+        items.append(
+            ElaborationItem(
+                target=QuestionTarget(),
+                question=context,
+                answered=answered,
+                answer=answer,
+                note=accepted.note,
+            )
+        )
+    options = {option.value: option for option in question.options}
+    selected = {s.value for s in accepted.selections}
+    for value, note in accepted.option_notes.items():
+        option = options.get(value)
+        if option is None or not note:
+            continue
+        items.append(
+            ElaborationItem(
+                target=OptionTarget(option_value=value),
+                question=context,
+                option=_context_option(option),
+                selected=value in selected,
+                answered=answered,
+                answer=answer,
+                note=note,
+            )
+        )
+    return items
+
+
+def build_result(
+    form: Form,
+    answers: Mapping[str, AcceptedAnswer],
+    *,
+    mode: ResultMode = "submit",
+    cancelled: bool = False,
+) -> AskResult:
+    """§5: the result of a form given its accepted answer set (in its key order).
+
+    A cancelled result always uses submit rules (§5.6) whatever ``mode`` says.
+    """
+    if cancelled:
+        mode = "submit"
+    serialized = {qid: serialize_answer(answer) for qid, answer in answers.items()}
+    if mode == "submit":
+        kept = {qid: a for qid, a in serialized.items() if not is_empty(a)}
+    else:
+        kept = {qid: a for qid, a in serialized.items() if is_committed(a)}
+    summaries = [summarize_question(q) for q in form.questions]
+    if mode == "submit":
+        return AskResult(
+            title=form.title, cancelled=cancelled, mode=mode, questions=summaries, answers=kept
+        )
+    return AskResult(
+        title=form.title,
+        cancelled=False,
+        mode=mode,
+        questions=summaries,
+        answers=kept,
+        continuation=_continuation(form.questions, answers, kept),
+        elaboration=AskElaborationPayload(
+            instruction=ELABORATION_INSTRUCTION,
+            items=[
+                item
+                for question in form.questions
+                if (accepted := answers.get(question.id)) is not None
+                for item in _elaboration_items(question, accepted, serialized[question.id])
+            ],
+        ),
+    )
+
+
+def _continuation(
+    questions: Sequence[AskQuestion],
+    answers: Mapping[str, AcceptedAnswer],
+    kept: Mapping[str, AskResultAnswer],
+) -> AskContinuationPayload:
+    affected: list[str] = []
+    preserved: list[tuple[str, AskResultAnswer]] = []
+    states: list[tuple[str, QuestionState]] = []
+    for question in questions:
+        qid = question.id
+        accepted = answers.get(qid)
+        if accepted is not None and (accepted.note is not None or accepted.option_notes):
+            affected.append(qid)
+            states.append((qid, QuestionState(status="needs_clarification")))
+        elif qid in kept:
+            preserved.append((qid, kept[qid]))
+            states.append((qid, QuestionState(status="answered")))
+        else:
+            states.append((qid, QuestionState(status="unanswered")))
+    return AskContinuationPayload(
+        affected_question_ids=affected,
+        preserved_answers=js_object(preserved),
+        question_states=js_object(states),
+    )
