@@ -1,0 +1,234 @@
+"""Flow lifecycle (spec §3 and examples L1-L6) through FlowHost and its handles."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+import pytest
+
+from pi_ask_core import (
+    COMPLETED,
+    STARTED,
+    SUBMIT,
+    SUBMIT_RESULT,
+    AnswerResponse,
+    CancelResponse,
+    FlowHost,
+    RemoteAnswer,
+    SubmitEvent,
+    SubmitRefused,
+)
+from tests.spec_examples import EXAMPLES
+
+from .conftest import Recorder
+
+FORM_A = EXAMPLES["forms"]["A"]["params"]
+FORM_D = EXAMPLES["forms"]["D"]["params"]
+LIFECYCLE = EXAMPLES["lifecycle"]
+
+
+class ManualScheduler:
+    """Collects deferred callbacks (the reference's microtask) to run them when the test says."""
+
+    def __init__(self) -> None:
+        self.pending: list[Callable[[], None]] = []
+
+    def __call__(self, callback: Callable[[], None]) -> None:
+        self.pending.append(callback)
+
+    def run(self) -> None:
+        pending, self.pending = self.pending, []
+        for callback in pending:
+            callback()
+
+
+def channels(events: list[tuple[str, object]]) -> list[str]:
+    return [channel for channel, _ in events]
+
+
+def submit(flow_id: str, response: dict[str, Any], request_id: str = "r") -> dict[str, Any]:
+    return {"version": 1, "requestId": request_id, "flowId": flow_id, "response": response}
+
+
+def test_l1_early_submit_completes_and_started_is_never_emitted(recorder: Recorder) -> None:
+    scheduler = ManualScheduler()
+    host = FlowHost(recorder.bus, schedule=scheduler)
+    handle = host.start(FORM_A, tool_call_id="call-A")
+    assert recorder.take() == []  # started is deferred
+    step = LIFECYCLE["L1"]
+    recorder.bus.emit(SUBMIT, step[0]["data"])
+    scheduler.run()
+    events = recorder.take()
+    assert channels(events) == [SUBMIT, COMPLETED, SUBMIT_RESULT]
+    completed = events[1][1]
+    assert isinstance(completed, dict)
+    assert completed["result"]["answers"] == step[1]["resultAnswers"]
+    assert events[2][1] == step[2]["data"]
+    assert handle.state == "completed"
+
+
+def test_l2_disposed_flow_emits_no_completed_and_later_submit_is_flow_not_found(
+    recorder: Recorder, host: FlowHost
+) -> None:
+    handle = host.start(FORM_A, tool_call_id="call-A")
+    handle.dispose()
+    step = LIFECYCLE["L2"]
+    recorder.bus.emit(SUBMIT, step[1]["data"])
+    events = recorder.take()
+    assert channels(events) == [STARTED, SUBMIT, SUBMIT_RESULT]
+    ack = events[2][1]
+    assert isinstance(ack, dict)
+    assert {k: v for k, v in ack.items() if k != "message"} == {
+        k: v for k, v in step[2]["data"].items() if k != "message"
+    }
+    assert handle.result is None
+    assert handle.state == "disposed"
+
+
+def test_l3_after_close_submits_get_no_acknowledgement(recorder: Recorder, host: FlowHost) -> None:
+    handle = host.start(FORM_A, tool_call_id="call-A")
+    host.close()
+    recorder.bus.emit(SUBMIT, submit("tool:call-A", {"kind": "cancel"}))
+    assert channels(recorder.take()) == LIFECYCLE["L3"]
+    assert handle.state == "disposed"
+    assert host.is_closed
+    assert recorder.bus.listener_count(SUBMIT) == 1  # only the recorder is left
+    with pytest.raises(RuntimeError):
+        host.start(FORM_A)
+
+
+def test_l4_dispose_in_the_same_turn_emits_nothing(recorder: Recorder) -> None:
+    scheduler = ManualScheduler()
+    host = FlowHost(recorder.bus, schedule=scheduler)
+    host.start(FORM_A, tool_call_id="call-A").dispose()
+    scheduler.run()
+    assert recorder.take() == LIFECYCLE["L4"]
+
+
+def test_l5_duplicate_flow_ids_the_older_disposal_removes_the_shared_entry(
+    recorder: Recorder, host: FlowHost
+) -> None:
+    older = host.start(FORM_A, tool_call_id="call-A")
+    newer = host.start(FORM_A, tool_call_id="call-A", source="ask:resume")
+    assert host.get("tool:call-A") is newer
+    older.dispose()
+    recorder.bus.emit(SUBMIT, submit("tool:call-A", {"kind": "cancel"}))
+    events = recorder.take()
+    assert [(c, p.get("source")) for c, p in events if isinstance(p, dict) and c == STARTED] == [
+        (e["channel"], e["source"]) for e in LIFECYCLE["L5"][:2]
+    ]
+    ack = events[-1][1]
+    assert isinstance(ack, dict)
+    assert ack["error"] == "flow_not_found"
+    assert newer.is_open  # unreachable, as in the reference
+    host.close()
+    assert newer.state == "disposed"
+
+
+def test_l6_cancel_reports_the_hosts_local_answers(recorder: Recorder, host: FlowHost) -> None:
+    handle = host.start(FORM_D, tool_call_id="call-D")
+    handle.set_local_answers(
+        {"goal": {"values": ["fast"], "note": "typed locally"}, "extra": {"values": []}}
+    )
+    recorder.bus.emit(SUBMIT, submit("tool:call-D", {"kind": "cancel"}))
+    completed = recorder.take()[2][1]
+    assert isinstance(completed, dict)
+    assert completed["result"] == LIFECYCLE["L6"][0]
+
+
+def test_headless_cancel_has_no_answers(recorder: Recorder, host: FlowHost) -> None:
+    handle = host.start(FORM_D, tool_call_id="call-D")
+    result = handle.cancel()
+    assert result.cancelled
+    assert result.answers == {}
+    assert result.mode == "submit"
+
+
+def test_local_complete_validates_like_a_submit_and_keeps_the_flow_open(
+    recorder: Recorder, host: FlowHost
+) -> None:
+    handle = host.start(FORM_A, tool_call_id="call-A")
+    recorder.take()
+    with pytest.raises(SubmitRefused) as refused:
+        handle.complete({"kind": "answer", "answers": {"decision": {"values": ["Yes"]}}})
+    assert refused.value.code == "invalid_answer"
+    assert '"Yes"' in refused.value.message
+    assert handle.is_open
+    assert recorder.take() == []
+    result = handle.complete(
+        AnswerResponse(answers={"decision": RemoteAnswer(values=["no"])}, mode="submit")
+    )
+    assert result.answers["decision"].indices == [2]
+    assert channels(recorder.take()) == [COMPLETED]
+    with pytest.raises(SubmitRefused) as again:
+        handle.complete(CancelResponse())
+    assert again.value.code == "flow_not_found"
+
+
+def test_a_flow_completes_at_most_once(recorder: Recorder, host: FlowHost) -> None:
+    handle = host.start(FORM_A, tool_call_id="call-A")
+    done: list[str] = []
+    handle.add_done_callback(lambda h: done.append(h.state))
+    recorder.bus.emit(SUBMIT, submit("tool:call-A", {"kind": "cancel"}, "one"))
+    recorder.bus.emit(SUBMIT, submit("tool:call-A", {"kind": "cancel"}, "two"))
+    events = recorder.take()
+    assert channels(events).count(COMPLETED) == 1
+    acks = [p for c, p in events if c == SUBMIT_RESULT and isinstance(p, dict)]
+    assert [(a["requestId"], a["ok"]) for a in acks] == [("one", True), ("two", False)]
+    assert done == ["completed"]
+    handle.dispose()  # disposing a completed flow does nothing
+    assert handle.state == "completed"
+
+
+def test_submit_struct_is_accepted_like_a_dict(recorder: Recorder, host: FlowHost) -> None:
+    host.start(FORM_A, tool_call_id="call-A")
+    event = SubmitEvent(
+        request_id="s",
+        flow_id="tool:call-A",
+        response=AnswerResponse(answers={"decision": RemoteAnswer(values=["later"])}),
+    )
+    recorder.bus.emit(SUBMIT, event)
+    events = recorder.take()
+    assert channels(events) == [STARTED, SUBMIT, COMPLETED, SUBMIT_RESULT]
+    assert events[-1][1] == {"version": 1, "requestId": "s", "flowId": "tool:call-A", "ok": True}
+
+
+def test_listeners_cannot_change_the_hosts_form_or_result(recorder: Recorder) -> None:
+    seen: list[Any] = []
+
+    def vandal(data: object) -> None:
+        seen.append(data)
+        for question in getattr(data, "questions", []):
+            question.options.clear()
+        result = getattr(data, "result", None)
+        if result is not None:
+            result.answers.clear()
+
+    recorder.bus.on(STARTED, vandal)
+    recorder.bus.on(COMPLETED, vandal)
+    host = FlowHost(recorder.bus)
+    handle = host.start(FORM_A, tool_call_id="call-A")
+    assert len(handle.questions[0].options) == 3
+    recorder.bus.emit(SUBMIT, submit("tool:call-A", {"kind": "answer", "answers": {
+        "decision": {"values": ["yes"]}}}))
+    assert handle.result is not None
+    assert list(handle.result.answers) == ["decision"]
+    assert len(seen) == 2
+
+
+def test_flow_without_tool_call_id_gets_a_random_flow_id(host: FlowHost) -> None:
+    first = host.start(FORM_A)
+    second = host.start(FORM_A)
+    assert first.flow_id.startswith("flow:")
+    assert first.flow_id != second.flow_id
+    assert first.tool_call_id is None
+
+
+def test_started_payload_round_trips_through_json(recorder: Recorder, host: FlowHost) -> None:
+    host.start(EXAMPLES["forms"]["E"]["params"], tool_call_id="call-E")
+    [(_, payload)] = recorder.take()
+    encoded = msgspec.json.encode(payload)
+    assert b"null" not in encoded
+    assert msgspec.json.decode(encoded) == payload

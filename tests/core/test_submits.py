@@ -1,0 +1,90 @@
+"""Submit checks (spec §4) beyond the worked examples."""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+from typing import Any
+
+import pytest
+
+from pi_ask_core import FlowHost, OptionTarget, SubmitAck, SubmitRejection
+from tests.spec_examples import EXAMPLES
+
+from .conftest import Recorder
+
+
+@pytest.fixture
+def form_b(host: FlowHost) -> FlowHost:
+    spec = EXAMPLES["forms"]["B"]
+    host.start(spec["params"], tool_call_id=spec["toolCallId"])
+    return host
+
+
+def envelope(response: object, **overrides: object) -> dict[str, Any]:
+    return {"version": 1, "requestId": "r", "flowId": "tool:call-B", "response": response,
+            **overrides}
+
+
+def answer(**entry: object) -> dict[str, Any]:
+    return {"kind": "answer", "answers": {"frameworks": entry}}
+
+
+@pytest.mark.parametrize("version", [1, 1.0])
+def test_version_one_as_int_or_float_is_accepted(form_b: FlowHost, version: object) -> None:
+    ack = form_b.resolve_submit(envelope(answer(values=["vue"]), version=version))
+    assert isinstance(ack, SubmitAck)
+
+
+@pytest.mark.parametrize("version", [True, "1", 2, None, 1.5])
+def test_other_versions_are_invalid_requests(form_b: FlowHost, version: object) -> None:
+    ack = form_b.resolve_submit(envelope(answer(values=["vue"]), version=version))
+    assert isinstance(ack, SubmitRejection)
+    assert ack.error == "invalid_request"
+    assert form_b.get("tool:call-B") is not None
+
+
+def test_option_notes_follow_javascript_key_order(form_b: FlowHost, recorder: Recorder) -> None:
+    host = form_b
+    spec = {"questions": [{"id": "q", "prompt": "p", "type": "multi", "options": [
+        {"value": "b", "label": "B"}, {"value": "10", "label": "Ten"}, {"value": "2", "label": "Two"}]}]}
+    handle = host.start(spec, tool_call_id="call-N")
+    ack = host.resolve_submit({"version": 1, "requestId": "r", "flowId": "tool:call-N", "response": {
+        "kind": "answer", "mode": "elaborate", "answers": {"q": {
+            "values": ["b", "10", "2"], "optionNotes": {"b": "nb", "10": "n10", "2": "n2"}}}}})
+    assert isinstance(ack, SubmitAck)
+    result = handle.result
+    assert result is not None
+    answer_ = result.answers["q"]
+    assert answer_.values == ["b", "10", "2"]  # selection order as sent
+    assert isinstance(answer_.option_notes, dict)
+    assert list(answer_.option_notes) == ["2", "10", "b"]  # integer-like keys first
+    assert result.elaboration
+    targets = [item.target for item in result.elaboration.items]
+    assert [t.option_value for t in targets if isinstance(t, OptionTarget)] == ["2", "10", "b"]
+
+
+def test_python_callers_may_send_mappings_tuples_and_odd_keys(form_b: FlowHost) -> None:
+    ack = form_b.resolve_submit(MappingProxyType(envelope(
+        MappingProxyType(answer(values=("react", "vue"))))))
+    assert isinstance(ack, SubmitAck)
+
+
+def test_non_string_keys_are_unknown_ids(host: FlowHost) -> None:
+    spec = EXAMPLES["forms"]["B"]
+    host.start(spec["params"], tool_call_id=spec["toolCallId"])
+    ack = host.resolve_submit(envelope({"kind": "answer", "answers": {1: {}}}))
+    assert isinstance(ack, SubmitRejection)
+    assert ack.error == "invalid_answer"
+    ack = host.resolve_submit(envelope(answer(optionNotes={3: "x"})))
+    assert isinstance(ack, SubmitRejection)
+    assert ack.error == "invalid_answer"
+    ack = host.resolve_submit(envelope(answer(values=["vue"], optionNotes={3: " "})))
+    assert isinstance(ack, SubmitAck)  # blank notes are dropped whatever their key
+
+
+def test_messages_name_the_offending_question_and_value(form_b: FlowHost) -> None:
+    ack = form_b.resolve_submit(envelope(answer(values=["Vue"])))
+    assert isinstance(ack, SubmitRejection)
+    assert '"Vue"' in ack.message
+    assert '"frameworks"' in ack.message
+    assert '"vue"' in ack.message  # says what would have been valid
