@@ -37,12 +37,14 @@ class InvalidForm(PiAskError):
         self.issues = issues
         self.result = result
         lines = "\n".join(f"- {issue.path}: {issue.message}" for issue in issues)
-        heading = "Invalid ask_user payload" if kind == "invalid_input" else "Malformed ask_user input"
+        heading = (
+            "Invalid ask_user payload" if kind == "invalid_input" else "Malformed ask_user input"
+        )
         super().__init__(f"{heading}:\n{lines}")
 
 
 class SubmitRefused(PiAskError):
-    """A response the host refused, raised where a caller answers a flow directly (not via the bus)."""
+    """A response the host refused, raised where a caller answers a flow directly (no bus)."""
 
     def __init__(self, code: SubmitErrorCode, message: str) -> None:
         self.code = code

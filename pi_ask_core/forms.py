@@ -12,7 +12,6 @@ example V3); a key that is *present with the wrong JSON type* (``null`` included
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -155,19 +154,26 @@ def _check_fields(
 def check_structure(prepared: object) -> list[Issue]:
     """Issues for present values of the wrong JSON type (spec §2.1 step 2)."""
     if not isinstance(prepared, Mapping):
-        return [Issue(path="$", message=f"ask_user input must be an object, not {_json_type(prepared)}")]
+        return [
+            Issue(path="$", message=f"ask_user input must be an object, not {_json_type(prepared)}")
+        ]
     issues = _check_fields(prepared, _TOP_FIELDS, "")
     questions = prepared.get("questions", [])
     if not isinstance(questions, list):
         issues.append(
-            Issue(path="questions", message=f"questions must be an array, not {_json_type(questions)}")
+            Issue(
+                path="questions", message=f"questions must be an array, not {_json_type(questions)}"
+            )
         )
         return issues
     for i, question in enumerate(questions):
         qpath = f"questions[{i}]"
         if not isinstance(question, Mapping):
             issues.append(
-                Issue(path=qpath, message=f"Question {i + 1} must be an object, not {_json_type(question)}")
+                Issue(
+                    path=qpath,
+                    message=f"Question {i + 1} must be an object, not {_json_type(question)}",
+                )
             )
             continue
         issues.extend(_check_fields(question, _QUESTION_FIELDS, f"{qpath}."))
@@ -176,7 +182,8 @@ def check_structure(prepared: object) -> list[Issue]:
             issues.append(
                 Issue(
                     path=f"{qpath}.options",
-                    message=f"Question {i + 1}: options must be an array, not {_json_type(options)}",
+                    message=f"Question {i + 1}: options must be an array, "
+                    f"not {_json_type(options)}",
                 )
             )
             continue
@@ -219,7 +226,7 @@ def validate_form(prepared: Mapping[str, object]) -> list[Issue]:
             issues.append(
                 Issue(
                     path=f"{qpath}.type",
-                    message=f"Question {n}: invalid type {json.dumps(raw_type, ensure_ascii=False)}; "
+                    message=f"Question {n}: invalid type {msgspec.json.encode(raw_type).decode()}; "
                     'expected "single", "multi", or "preview"',
                 )
             )
@@ -233,11 +240,16 @@ def validate_form(prepared: Mapping[str, object]) -> list[Issue]:
         else:
             seen_ids.add(qid)
         if not _text(question, "prompt"):
-            issues.append(Issue(path=f"{qpath}.prompt", message=f"Question {n}: prompt is required"))
+            issues.append(
+                Issue(path=f"{qpath}.prompt", message=f"Question {n}: prompt is required")
+            )
         options = question.get("options", [])
         if not options:
             issues.append(
-                Issue(path=f"{qpath}.options", message=f"Question {n}: at least one option is required")
+                Issue(
+                    path=f"{qpath}.options",
+                    message=f"Question {n}: at least one option is required",
+                )
             )
         is_preview = raw_type == "preview"
         seen_values: set[str] = set()
@@ -248,7 +260,9 @@ def validate_form(prepared: Mapping[str, object]) -> list[Issue]:
                 issues.append(Issue(path=f"{opath}.value", message=f"{where}: value is required"))
             elif value in seen_values:
                 issues.append(
-                    Issue(path=f"{opath}.value", message=f'{where}: duplicate option value "{value}"')
+                    Issue(
+                        path=f"{opath}.value", message=f'{where}: duplicate option value "{value}"'
+                    )
                 )
             else:
                 seen_values.add(value)
@@ -267,8 +281,8 @@ def validate_form(prepared: Mapping[str, object]) -> list[Issue]:
                 issues.append(
                     Issue(
                         path=f"{opath}.preview",
-                        message=f"{where}: preview questions require preview text for every option; "
-                        'add preview text or use type "single" instead',
+                        message=f"{where}: preview questions require preview text for every "
+                        'option; add preview text or use type "single" instead',
                     )
                 )
     return issues
@@ -280,9 +294,8 @@ def validate_form(prepared: Mapping[str, object]) -> list[Issue]:
 def _read_preview(path: str) -> str:
     """The text of a preview file; raises ``ValueError`` with the reason it cannot be used."""
     try:
-        if not os.path.isfile(path):
-            if os.path.exists(path):
-                raise ValueError("Expected a regular text file")
+        if os.path.exists(path) and not os.path.isfile(path):
+            raise ValueError("Expected a regular text file")
         with open(path, "rb") as handle:
             data = handle.read()
     except OSError as error:
@@ -355,7 +368,9 @@ def _normalize_option(option: Mapping[str, object]) -> AskOption:
     )
 
 
-def normalize_form(prepared: Mapping[str, object], *, present_single_as_multi: bool = False) -> Form:
+def normalize_form(
+    prepared: Mapping[str, object], *, present_single_as_multi: bool = False
+) -> Form:
     """Normalized questions and title of a valid, label-prepared input (§2.4)."""
     questions = prepared.get("questions", [])
     assert isinstance(questions, list)

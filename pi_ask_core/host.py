@@ -1,9 +1,8 @@
-"""FlowHost: opens, resolves, completes and disposes flows on a bus, as the extension does (§3-§5)."""
+"""FlowHost: opens, resolves, completes and disposes flows on a bus like the extension (§3-§5)."""
 
 from __future__ import annotations
 
 import os
-import random
 import time
 from collections.abc import Callable, Mapping
 from typing import Literal
@@ -42,7 +41,7 @@ from .results import build_result
 __all__ = ["Clock", "FlowHandle", "FlowHost", "FlowState", "Scheduler"]
 
 Scheduler = Callable[[Callable[[], None]], object]
-"""Runs a callback later, e.g. ``loop.call_soon``; the reference emits ``started`` in a microtask."""
+"""Runs a callback later, e.g. ``loop.call_soon`` as the reference defers ``started``."""
 Clock = Callable[[], int]
 """Milliseconds since the Unix epoch."""
 FlowState = Literal["open", "completed", "disposed"]
@@ -56,8 +55,13 @@ def _epoch_ms() -> int:
 
 def _random_flow_id(now_ms: int) -> str:
     # Like JavaScript's Math.random().toString(36).slice(2): about eleven base-36 digits.
-    suffix = "".join(random.choice(_BASE36) for _ in range(11))
-    return f"flow:{now_ms}:{suffix}"
+    # (os.urandom rather than the random module, which costs more to import than it is worth.)
+    number = int.from_bytes(os.urandom(8), "big")
+    digits = []
+    for _ in range(11):
+        number, digit = divmod(number, 36)
+        digits.append(_BASE36[digit])
+    return f"flow:{now_ms}:{''.join(digits)}"
 
 
 class FlowHandle:
@@ -68,8 +72,18 @@ class FlowHandle:
     (the UI went away, or the session ended: no ``completed`` is emitted).
     """
 
-    __slots__ = ("_done_callbacks", "_host", "_index", "_local", "_result", "_state", "form",
-                 "flow_id", "source", "tool_call_id")
+    __slots__ = (
+        "_done_callbacks",
+        "_host",
+        "_index",
+        "_local",
+        "_result",
+        "_state",
+        "flow_id",
+        "form",
+        "source",
+        "tool_call_id",
+    )
 
     def __init__(
         self, host: FlowHost, flow_id: str, form: Form, tool_call_id: str | None, source: FlowSource
@@ -125,7 +139,8 @@ class FlowHandle:
             raise SubmitRefused("flow_not_found", f'Flow "{self.flow_id}" is {self._state}.')
         if not isinstance(raw, Mapping) or raw.get("kind") not in ("answer", "cancel"):
             raise SubmitRefused(
-                "invalid_request", 'A response must be an object whose kind is "answer" or "cancel".'
+                "invalid_request",
+                'A response must be an object whose kind is "answer" or "cancel".',
             )
         if raw.get("kind") == "cancel":
             return self.cancel()
@@ -244,7 +259,9 @@ class FlowHost:
         """
         if self._unsubscribe is None:
             raise RuntimeError("FlowHost is closed")
-        form = parse_form(params, present_single_as_multi=self._present_single_as_multi, cwd=self._cwd)
+        form = parse_form(
+            params, present_single_as_multi=self._present_single_as_multi, cwd=self._cwd
+        )
         flow_id = f"tool:{tool_call_id}" if tool_call_id else _random_flow_id(self._clock())
         handle = FlowHandle(self, flow_id, form, tool_call_id or None, source)
         # A later flow with the same id replaces the earlier one in the active set (spec §3.6).

@@ -50,7 +50,12 @@ def js_upper_first(text: str) -> str:
 
 def _array_index(key: object) -> int | None:
     # Canonical array index: decimal digits, no sign, no leading zero (except "0" itself).
-    if not isinstance(key, str) or not key.isascii() or not key.isdigit() or (len(key) > 1 and key[0] == "0"):
+    if (
+        not isinstance(key, str)
+        or not key.isascii()
+        or not key.isdigit()
+        or (len(key) > 1 and key[0] == "0")
+    ):
         return None
     number = int(key)
     return number if number <= _ARRAY_INDEX_MAX else None
@@ -58,6 +63,12 @@ def _array_index(key: object) -> int | None:
 
 def js_ordered_keys(keys: Iterable[K]) -> list[K]:
     """Keys in JavaScript property order: array indices ascending, then insertion order."""
+    keys = list(keys)
+    for key in keys:
+        if isinstance(key, str) and key[:1].isdigit():
+            break
+    else:
+        return keys  # the common case: no key can be an array index
     indexed: list[tuple[int, K]] = []
     named: list[K] = []
     for key in keys:
@@ -75,7 +86,9 @@ def js_ordered_keys(keys: Iterable[K]) -> list[K]:
 def js_object(items: Iterable[tuple[str, V]]) -> dict[str, V]:
     """Build a dict whose iteration order is what a JavaScript object built the same way has."""
     built = dict(items)
-    ordered = js_ordered_keys(built)
-    if ordered == list(built):
+    for key in built:
+        if key[:1].isdigit():
+            break
+    else:
         return built
-    return {key: built[key] for key in ordered}
+    return {key: built[key] for key in js_ordered_keys(built)}

@@ -9,7 +9,7 @@ of its own where sharing would let one listener change another's view.
 
 from __future__ import annotations
 
-from typing import Final, Literal, Union
+from typing import Final, Literal
 
 import msgspec
 from msgspec import UNSET, Struct, UnsetType
@@ -24,8 +24,8 @@ __all__ = [
     "SUBMIT_RESULT",
     "UNSET",
     "AnswerResponse",
-    "AskElaborationPayload",
     "AskContinuationPayload",
+    "AskElaborationPayload",
     "AskOption",
     "AskParams",
     "AskParamsOption",
@@ -95,7 +95,7 @@ class _Wire(Struct, frozen=True, kw_only=True, rename="camel"):
 # --- started -----------------------------------------------------------------------------------
 
 
-class AskOption(_Wire, kw_only=True):
+class AskOption(_Wire, frozen=True, kw_only=True):
     value: str
     label: str
     description: str | UnsetType = UNSET
@@ -104,7 +104,7 @@ class AskOption(_Wire, kw_only=True):
     recommended: bool | UnsetType = UNSET
 
 
-class AskQuestion(_Wire, kw_only=True):
+class AskQuestion(_Wire, frozen=True, kw_only=True):
     id: str
     label: str
     prompt: str
@@ -120,7 +120,7 @@ class AskQuestion(_Wire, kw_only=True):
         return self.type if isinstance(self.requested_type, UnsetType) else self.requested_type
 
 
-class StartedEvent(_Wire, kw_only=True):
+class StartedEvent(_Wire, frozen=True, kw_only=True):
     version: Literal[1] = 1
     flow_id: str
     tool_call_id: str | UnsetType = UNSET
@@ -133,7 +133,7 @@ class StartedEvent(_Wire, kw_only=True):
 # --- completed ---------------------------------------------------------------------------------
 
 
-class AskQuestionSummary(_Wire, kw_only=True):
+class AskQuestionSummary(_Wire, frozen=True, kw_only=True):
     id: str
     label: str
     prompt: str
@@ -141,7 +141,7 @@ class AskQuestionSummary(_Wire, kw_only=True):
     presented_type: QuestionType | UnsetType = UNSET
 
 
-class AskResultAnswer(_Wire, kw_only=True):
+class AskResultAnswer(_Wire, frozen=True, kw_only=True):
     values: list[str]
     labels: list[str]
     indices: list[int]
@@ -150,7 +150,7 @@ class AskResultAnswer(_Wire, kw_only=True):
     option_notes: dict[str, str] | UnsetType = UNSET
 
 
-class ContextOption(_Wire, kw_only=True):
+class ContextOption(_Wire, frozen=True, kw_only=True):
     value: str
     label: str
     description: str | UnsetType = UNSET
@@ -158,7 +158,7 @@ class ContextOption(_Wire, kw_only=True):
     recommended: bool | UnsetType = UNSET
 
 
-class ElaborationQuestionContext(_Wire, kw_only=True):
+class ElaborationQuestionContext(_Wire, frozen=True, kw_only=True):
     id: str
     label: str
     prompt: str
@@ -167,15 +167,15 @@ class ElaborationQuestionContext(_Wire, kw_only=True):
     options: list[ContextOption]
 
 
-class QuestionTarget(_Wire, kw_only=True, tag_field="kind", tag="question"):
+class QuestionTarget(_Wire, frozen=True, kw_only=True, tag_field="kind", tag="question"):
     pass
 
 
-class OptionTarget(_Wire, kw_only=True, tag_field="kind", tag="option"):
+class OptionTarget(_Wire, frozen=True, kw_only=True, tag_field="kind", tag="option"):
     option_value: str
 
 
-class ElaborationItem(_Wire, kw_only=True):
+class ElaborationItem(_Wire, frozen=True, kw_only=True):
     """One clarification item. ``target`` decides the kind: an option item also has ``option``
     and ``selected``; a question item has neither (so the key order matches the reference)."""
 
@@ -188,24 +188,24 @@ class ElaborationItem(_Wire, kw_only=True):
     note: str
 
 
-class AskElaborationPayload(_Wire, kw_only=True):
+class AskElaborationPayload(_Wire, frozen=True, kw_only=True):
     instruction: str
     next_action: NextAction = "clarify_then_reask"
     items: list[ElaborationItem]
 
 
-class QuestionState(_Wire, kw_only=True):
+class QuestionState(_Wire, frozen=True, kw_only=True):
     status: QuestionStatus
 
 
-class AskContinuationPayload(_Wire, kw_only=True):
+class AskContinuationPayload(_Wire, frozen=True, kw_only=True):
     affected_question_ids: list[str]
     preserved_answers: dict[str, AskResultAnswer]
     question_states: dict[str, QuestionState]
     strategy: Literal["refine_only", "resume"] = "refine_only"
 
 
-class AskResult(_Wire, kw_only=True):
+class AskResult(_Wire, frozen=True, kw_only=True):
     title: str | UnsetType = UNSET
     cancelled: bool
     mode: ResultMode
@@ -215,7 +215,7 @@ class AskResult(_Wire, kw_only=True):
     elaboration: AskElaborationPayload | UnsetType = UNSET
 
 
-class CompletedEvent(_Wire, kw_only=True):
+class CompletedEvent(_Wire, frozen=True, kw_only=True):
     version: Literal[1] = 1
     flow_id: str
     tool_call_id: str | UnsetType = UNSET
@@ -227,17 +227,17 @@ class CompletedEvent(_Wire, kw_only=True):
 # --- invalid ask_user input (a tool result, never an event) ------------------------------------
 
 
-class Issue(_Wire, kw_only=True):
+class Issue(_Wire, frozen=True, kw_only=True):
     path: str
     message: str
 
 
-class InvalidInputError(_Wire, kw_only=True):
+class InvalidInputError(_Wire, frozen=True, kw_only=True):
     kind: Literal["invalid_input"] = "invalid_input"
     issues: list[Issue]
 
 
-class InvalidInputResult(_Wire, kw_only=True):
+class InvalidInputResult(_Wire, frozen=True, kw_only=True):
     """What the ``ask_user`` tool returns for a form that fails validation (spec §2.1)."""
 
     title: str | UnsetType = UNSET
@@ -251,26 +251,26 @@ class InvalidInputResult(_Wire, kw_only=True):
 # --- submit ------------------------------------------------------------------------------------
 
 
-class RemoteAnswer(_Wire, kw_only=True):
+class RemoteAnswer(_Wire, frozen=True, kw_only=True):
     values: list[str] | UnsetType = UNSET
     custom_text: str | UnsetType = UNSET
     note: str | UnsetType = UNSET
     option_notes: dict[str, str] | UnsetType = UNSET
 
 
-class AnswerResponse(_Wire, kw_only=True, tag_field="kind", tag="answer"):
+class AnswerResponse(_Wire, frozen=True, kw_only=True, tag_field="kind", tag="answer"):
     mode: ResultMode | UnsetType = UNSET
     answers: dict[str, RemoteAnswer]
 
 
-class CancelResponse(_Wire, kw_only=True, tag_field="kind", tag="cancel"):
+class CancelResponse(_Wire, frozen=True, kw_only=True, tag_field="kind", tag="cancel"):
     pass
 
 
-RemoteResponse = Union[AnswerResponse, CancelResponse]
+RemoteResponse = AnswerResponse | CancelResponse
 
 
-class SubmitEvent(_Wire, kw_only=True):
+class SubmitEvent(_Wire, frozen=True, kw_only=True):
     version: Literal[1] = 1
     request_id: str
     flow_id: str
@@ -282,14 +282,14 @@ class SubmitEvent(_Wire, kw_only=True):
 # Structs and ``submit_result_from_builtins`` decides between them.
 
 
-class SubmitAck(_Wire, kw_only=True):
+class SubmitAck(_Wire, frozen=True, kw_only=True):
     version: Literal[1] = 1
     request_id: str
     flow_id: str
     ok: Literal[True] = True
 
 
-class SubmitRejection(_Wire, kw_only=True):
+class SubmitRejection(_Wire, frozen=True, kw_only=True):
     version: Literal[1] = 1
     request_id: str
     flow_id: str
@@ -298,7 +298,7 @@ class SubmitRejection(_Wire, kw_only=True):
     message: str
 
 
-SubmitResultEvent = Union[SubmitAck, SubmitRejection]
+SubmitResultEvent = SubmitAck | SubmitRejection
 
 
 def submit_result_from_builtins(data: object) -> SubmitResultEvent:
@@ -318,7 +318,7 @@ def submit_result_from_builtins(data: object) -> SubmitResultEvent:
 # --- ask_user input (typed form of the tool parameters) ----------------------------------------
 
 
-class AskParamsOption(_Wire, kw_only=True):
+class AskParamsOption(_Wire, frozen=True, kw_only=True):
     value: str
     label: str | UnsetType = UNSET
     description: str | UnsetType = UNSET
@@ -327,7 +327,7 @@ class AskParamsOption(_Wire, kw_only=True):
     recommended: bool | UnsetType = UNSET
 
 
-class AskParamsQuestion(_Wire, kw_only=True):
+class AskParamsQuestion(_Wire, frozen=True, kw_only=True):
     id: str
     label: str | UnsetType = UNSET
     prompt: str
@@ -336,7 +336,7 @@ class AskParamsQuestion(_Wire, kw_only=True):
     options: list[AskParamsOption]
 
 
-class AskParams(_Wire, kw_only=True):
+class AskParams(_Wire, frozen=True, kw_only=True):
     """The ``ask_user`` tool input; ``FlowHost.start`` also takes it as a plain dict."""
 
     title: str | UnsetType = UNSET

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from collections.abc import Iterator
+import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import msgspec
@@ -22,13 +23,22 @@ class Recorder:
 
 
 @pytest.fixture
-def recorder() -> Iterator[Recorder]:
+def recorder() -> Recorder:
     bus = LocalEventBus()
     rec = Recorder(bus)
+
+    def recording(channel: str) -> Callable[[object], None]:
+        def record(data: object) -> None:
+            # A value with no JSON form (a test may send anything) is kept as it is.
+            with contextlib.suppress(TypeError, ValueError):
+                data = msgspec.to_builtins(data)
+            rec.events.append((channel, data))
+
+        return record
+
     for channel in CHANNELS:
-        bus.on(channel, lambda data, channel=channel: rec.events.append(
-            (channel, msgspec.to_builtins(data))))
-    yield rec
+        bus.on(channel, recording(channel))
+    return rec
 
 
 @pytest.fixture

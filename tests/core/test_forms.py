@@ -47,8 +47,7 @@ def test_labels_are_prepared_on_a_copy() -> None:
     raw = form({"value": "follow_up"}, {"value": "b", "label": "  "}, {"value": "c", "label": None})
     prepared = prepare_labels(raw)
     assert isinstance(prepared, dict)
-    assert [o.get("label") for o in prepared["questions"][0]["options"]] == [
-        "Follow up", "B", None]
+    assert [o.get("label") for o in prepared["questions"][0]["options"]] == ["Follow up", "B", None]
     assert "label" not in raw["questions"][0]["options"][0]
 
 
@@ -61,7 +60,15 @@ def test_js_trim_uses_the_javascript_whitespace_set() -> None:
 
 def test_js_key_order() -> None:
     assert js_ordered_keys(["b", "10", "a", "2", "01", "-1", "4294967295", "4294967294"]) == [
-        "2", "10", "4294967294", "b", "a", "01", "-1", "4294967295"]
+        "2",
+        "10",
+        "4294967294",
+        "b",
+        "a",
+        "01",
+        "-1",
+        "4294967295",
+    ]
     assert list(js_object([("x", 1), ("1", 2), ("x", 3)])) == ["1", "x"]
     assert js_object([("x", 1), ("x", 3)]) == {"x": 3}
     assert js_upper_first("ßa") == "SSa"
@@ -81,8 +88,14 @@ def test_normalization_and_defaults() -> None:
                     "type": "multi",
                     "unknown": 1,
                     "options": [
-                        {"value": " v ", "label": " l ", "description": " ", "preview": " x ",
-                         "recommended": False, "freeform": True},
+                        {
+                            "value": " v ",
+                            "label": " l ",
+                            "description": " ",
+                            "preview": " x ",
+                            "recommended": False,
+                            "freeform": True,
+                        },
                     ],
                 },
                 {"id": "b", "prompt": "p", "options": [{"value": "v", "label": "l"}]},
@@ -92,20 +105,38 @@ def test_normalization_and_defaults() -> None:
     assert parsed.title == "T"
     wire = msgspec.to_builtins(list(parsed.questions))
     assert wire == [
-        {"id": "a", "label": "L", "prompt": "p", "type": "multi", "required": True,
-         "options": [{"value": "v", "label": "l", "preview": "x", "recommended": False}]},
-        {"id": "b", "label": "Q2", "prompt": "p", "type": "single", "required": False,
-         "options": [{"value": "v", "label": "l"}]},
+        {
+            "id": "a",
+            "label": "L",
+            "prompt": "p",
+            "type": "multi",
+            "required": True,
+            "options": [{"value": "v", "label": "l", "preview": "x", "recommended": False}],
+        },
+        {
+            "id": "b",
+            "label": "Q2",
+            "prompt": "p",
+            "type": "single",
+            "required": False,
+            "options": [{"value": "v", "label": "l"}],
+        },
     ]
 
 
 def test_present_single_as_multi_only_changes_single() -> None:
-    params = {"questions": [
-        {"id": "s", "prompt": "p", "options": [{"value": "v", "label": "l"}]},
-        {"id": "m", "prompt": "p", "type": "multi", "options": [{"value": "v", "label": "l"}]},
-        {"id": "p", "prompt": "p", "type": "preview",
-         "options": [{"value": "v", "label": "l", "preview": "x"}]},
-    ]}
+    params = {
+        "questions": [
+            {"id": "s", "prompt": "p", "options": [{"value": "v", "label": "l"}]},
+            {"id": "m", "prompt": "p", "type": "multi", "options": [{"value": "v", "label": "l"}]},
+            {
+                "id": "p",
+                "prompt": "p",
+                "type": "preview",
+                "options": [{"value": "v", "label": "l", "preview": "x"}],
+            },
+        ]
+    }
     questions = parse_form(params, present_single_as_multi=True).questions
     assert [(q.type, q.requested_type, q.presented_type) for q in questions] == [
         ("multi", "single", "multi"),
@@ -127,10 +158,14 @@ def test_typed_params_struct_is_accepted() -> None:
         ({"title": 3, "questions": [7]}, ["title", "questions[0]"]),
         (form({"value": "v", "label": 5}), ["questions[0].options[0].label"]),
         (form({"value": None, "label": "l"}), ["questions[0].options[0].value"]),
-        (form({"value": "v", "label": "l", "recommended": "yes"}),
-         ["questions[0].options[0].recommended"]),
-        ({"questions": [{"id": 1, "prompt": [], "options": {}}]},
-         ["questions[0].id", "questions[0].prompt", "questions[0].options"]),
+        (
+            form({"value": "v", "label": "l", "recommended": "yes"}),
+            ["questions[0].options[0].recommended"],
+        ),
+        (
+            {"questions": [{"id": 1, "prompt": [], "options": {}}]},
+            ["questions[0].id", "questions[0].prompt", "questions[0].options"],
+        ),
         (form({"value": "v", "label": "l"}, qtype=None, required="no"), ["questions[0].required"]),
     ],
 )
@@ -146,7 +181,10 @@ def test_wrong_json_types_are_schema_errors(params: object, paths: list[str]) ->
 def test_missing_keys_are_reported_by_the_semantic_rules() -> None:
     assert issue_paths({}) == ["questions"]
     assert issue_paths({"questions": [{}]}) == [
-        "questions[0].id", "questions[0].prompt", "questions[0].options"]
+        "questions[0].id",
+        "questions[0].prompt",
+        "questions[0].options",
+    ]
 
 
 def test_invalid_type_counts_as_single_for_previews() -> None:
@@ -179,9 +217,10 @@ def test_every_failing_preview_file_is_reported(tmp_path: Path) -> None:
     error = caught.value
     assert error.kind == "invalid_input"
     assert [i.path for i in error.issues] == [
-        f"questions[0].options[{j}].previewFile" for j in range(5)]
+        f"questions[0].options[{j}].previewFile" for j in range(5)
+    ]
     messages = [i.message for i in error.issues]
-    for name, message in zip(names, messages):
+    for name, message in zip(names, messages, strict=True):
         assert message.startswith(f'Cannot load preview file "{tmp_path / name}": ')
     assert "empty" in messages[0]
     assert "binary" in messages[1]

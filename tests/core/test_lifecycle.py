@@ -211,8 +211,10 @@ def test_listeners_cannot_change_the_hosts_form_or_result(recorder: Recorder) ->
     host = FlowHost(recorder.bus)
     handle = host.start(FORM_A, tool_call_id="call-A")
     assert len(handle.questions[0].options) == 3
-    recorder.bus.emit(SUBMIT, submit("tool:call-A", {"kind": "answer", "answers": {
-        "decision": {"values": ["yes"]}}}))
+    recorder.bus.emit(
+        SUBMIT,
+        submit("tool:call-A", {"kind": "answer", "answers": {"decision": {"values": ["yes"]}}}),
+    )
     assert handle.result is not None
     assert list(handle.result.answers) == ["decision"]
     assert len(seen) == 2

@@ -55,7 +55,9 @@ responses = st.one_of(
     st.fixed_dictionaries(
         {
             "kind": st.sampled_from(["answer", "cancel", "Answer", ""]),
-            "answers": st.one_of(st.dictionaries(question_ids, remote_answers, max_size=4), json_values),
+            "answers": st.one_of(
+                st.dictionaries(question_ids, remote_answers, max_size=4), json_values
+            ),
         },
         optional={"mode": st.one_of(st.sampled_from(["submit", "elaborate"]), json_values)},
     ),
@@ -134,8 +136,12 @@ def test_labels_are_never_accepted_where_values_are(answers: dict[str, Any]) -> 
     labels = {o.label: o.value for q in handle.questions for o in q.options}
     host.bus.emit(
         SUBMIT,
-        {"version": 1, "requestId": "r", "flowId": "tool:call-D",
-         "response": {"kind": "answer", "answers": answers}},
+        {
+            "version": 1,
+            "requestId": "r",
+            "flowId": "tool:call-D",
+            "response": {"kind": "answer", "answers": answers},
+        },
     )
     ack = next(d for c, d in events if c == SUBMIT_RESULT)
     sent = [v for a in answers.values() for v in a["values"]]
@@ -175,10 +181,16 @@ form_inputs = st.fixed_dictionaries(
     {
         "questions": st.lists(
             st.fixed_dictionaries(
-                {"id": st.text(max_size=3), "prompt": st.text(max_size=3),
-                 "options": st.lists(option_inputs, max_size=3)},
-                optional={"type": st.sampled_from(["single", "multi", "preview", "grid"]),
-                          "required": st.booleans(), "label": st.text(max_size=3)},
+                {
+                    "id": st.text(max_size=3),
+                    "prompt": st.text(max_size=3),
+                    "options": st.lists(option_inputs, max_size=3),
+                },
+                optional={
+                    "type": st.sampled_from(["single", "multi", "preview", "grid"]),
+                    "required": st.booleans(),
+                    "label": st.text(max_size=3),
+                },
             ),
             max_size=3,
         )

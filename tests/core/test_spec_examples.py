@@ -92,7 +92,7 @@ def test_submit_example(recorder: Recorder, example: dict[str, Any]) -> None:
         recorder.bus.emit(SUBMIT, request)
         emitted = [(c, p) for c, p in recorder.take() if c != SUBMIT]
         assert [c for c, _ in emitted] == [e["channel"] for e in step["emitted"]]
-        for (channel, payload), want in zip(emitted, step["emitted"]):
+        for (channel, payload), want in zip(emitted, step["emitted"], strict=True):
             assert isinstance(payload, dict)
             if channel == SUBMIT_RESULT:
                 expected = {k: v for k, v in want["data"].items() if k in ACK_KEYS}

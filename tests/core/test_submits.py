@@ -21,8 +21,13 @@ def form_b(host: FlowHost) -> FlowHost:
 
 
 def envelope(response: object, **overrides: object) -> dict[str, Any]:
-    return {"version": 1, "requestId": "r", "flowId": "tool:call-B", "response": response,
-            **overrides}
+    return {
+        "version": 1,
+        "requestId": "r",
+        "flowId": "tool:call-B",
+        "response": response,
+        **overrides,
+    }
 
 
 def answer(**entry: object) -> dict[str, Any]:
@@ -45,12 +50,38 @@ def test_other_versions_are_invalid_requests(form_b: FlowHost, version: object) 
 
 def test_option_notes_follow_javascript_key_order(form_b: FlowHost, recorder: Recorder) -> None:
     host = form_b
-    spec = {"questions": [{"id": "q", "prompt": "p", "type": "multi", "options": [
-        {"value": "b", "label": "B"}, {"value": "10", "label": "Ten"}, {"value": "2", "label": "Two"}]}]}
+    spec = {
+        "questions": [
+            {
+                "id": "q",
+                "prompt": "p",
+                "type": "multi",
+                "options": [
+                    {"value": "b", "label": "B"},
+                    {"value": "10", "label": "Ten"},
+                    {"value": "2", "label": "Two"},
+                ],
+            }
+        ]
+    }
     handle = host.start(spec, tool_call_id="call-N")
-    ack = host.resolve_submit({"version": 1, "requestId": "r", "flowId": "tool:call-N", "response": {
-        "kind": "answer", "mode": "elaborate", "answers": {"q": {
-            "values": ["b", "10", "2"], "optionNotes": {"b": "nb", "10": "n10", "2": "n2"}}}}})
+    ack = host.resolve_submit(
+        {
+            "version": 1,
+            "requestId": "r",
+            "flowId": "tool:call-N",
+            "response": {
+                "kind": "answer",
+                "mode": "elaborate",
+                "answers": {
+                    "q": {
+                        "values": ["b", "10", "2"],
+                        "optionNotes": {"b": "nb", "10": "n10", "2": "n2"},
+                    }
+                },
+            },
+        }
+    )
     assert isinstance(ack, SubmitAck)
     result = handle.result
     assert result is not None
@@ -64,8 +95,9 @@ def test_option_notes_follow_javascript_key_order(form_b: FlowHost, recorder: Re
 
 
 def test_python_callers_may_send_mappings_tuples_and_odd_keys(form_b: FlowHost) -> None:
-    ack = form_b.resolve_submit(MappingProxyType(envelope(
-        MappingProxyType(answer(values=("react", "vue"))))))
+    ack = form_b.resolve_submit(
+        MappingProxyType(envelope(MappingProxyType(answer(values=("react", "vue")))))
+    )
     assert isinstance(ack, SubmitAck)
 
 
