@@ -1,0 +1,223 @@
+"""TypedDicts of the raw JSON payloads of the pi-agent-ask protocol (version 1).
+
+Generated from pi_ask_core.protocol by `python -m pi_ask_core.schema`; do not edit.
+Keys that may be absent are NotRequired; they are never null.
+"""
+
+from typing import Literal
+
+from typing_extensions import NotRequired, TypedDict
+
+
+class AskOption(TypedDict):
+    value: str
+    label: str
+    description: NotRequired[str]
+    preview: NotRequired[str]
+    previewFile: NotRequired[str]
+    recommended: NotRequired[bool]
+
+class AskQuestion(TypedDict):
+    id: str
+    label: str
+    prompt: str
+    type: Literal['single', 'multi', 'preview']
+    requestedType: NotRequired[Literal['single', 'multi', 'preview']]
+    presentedType: NotRequired[Literal['single', 'multi', 'preview']]
+    required: bool
+    options: list[AskOption]
+
+class StartedEvent(TypedDict):
+    version: Literal[1]
+    flowId: str
+    toolCallId: NotRequired[str]
+    source: Literal['tool', 'ask:resume']
+    title: NotRequired[str]
+    questions: list[AskQuestion]
+    createdAt: int | float
+
+class AskQuestionSummary(TypedDict):
+    id: str
+    label: str
+    prompt: str
+    type: Literal['single', 'multi', 'preview']
+    presentedType: NotRequired[Literal['single', 'multi', 'preview']]
+
+class AskResultAnswer(TypedDict):
+    values: list[str]
+    labels: list[str]
+    indices: list[int]
+    customText: NotRequired[str]
+    note: NotRequired[str]
+    optionNotes: NotRequired[dict[str, str]]
+
+class ContextOption(TypedDict):
+    value: str
+    label: str
+    description: NotRequired[str]
+    preview: NotRequired[str]
+    recommended: NotRequired[bool]
+
+class ElaborationQuestionContext(TypedDict):
+    id: str
+    label: str
+    prompt: str
+    type: Literal['single', 'multi', 'preview']
+    presentedType: NotRequired[Literal['single', 'multi', 'preview']]
+    options: list[ContextOption]
+
+class QuestionTarget(TypedDict):
+    kind: Literal['question']
+
+class OptionTarget(TypedDict):
+    kind: Literal['option']
+    optionValue: str
+
+class ElaborationItem(TypedDict):
+    """One clarification item. ``target`` decides the kind: an option item also has ``option``"""
+    target: QuestionTarget | OptionTarget
+    question: ElaborationQuestionContext
+    option: NotRequired[ContextOption]
+    selected: NotRequired[bool]
+    answered: bool
+    answer: NotRequired[AskResultAnswer]
+    note: str
+
+class AskElaborationPayload(TypedDict):
+    instruction: str
+    nextAction: Literal['clarify', 'clarify_then_reask']
+    items: list[ElaborationItem]
+
+class QuestionState(TypedDict):
+    status: Literal['answered', 'needs_clarification', 'unanswered']
+
+class AskContinuationPayload(TypedDict):
+    affectedQuestionIds: list[str]
+    preservedAnswers: dict[str, AskResultAnswer]
+    questionStates: dict[str, QuestionState]
+    strategy: Literal['refine_only', 'resume']
+
+class AskResult(TypedDict):
+    title: NotRequired[str]
+    cancelled: bool
+    mode: Literal['submit', 'elaborate']
+    questions: list[AskQuestionSummary]
+    answers: dict[str, AskResultAnswer]
+    continuation: NotRequired[AskContinuationPayload]
+    elaboration: NotRequired[AskElaborationPayload]
+
+class CompletedEvent(TypedDict):
+    version: Literal[1]
+    flowId: str
+    toolCallId: NotRequired[str]
+    source: Literal['tool', 'ask:resume']
+    result: AskResult
+    completedAt: int | float
+
+class Issue(TypedDict):
+    path: str
+    message: str
+
+class InvalidInputError(TypedDict):
+    kind: Literal['invalid_input']
+    issues: list[Issue]
+
+class InvalidInputResult(TypedDict):
+    """What the ``ask_user`` tool returns for a form that fails validation (spec §2.1)."""
+    title: NotRequired[str]
+    cancelled: Literal[True]
+    mode: Literal['submit']
+    questions: list[AskQuestionSummary]
+    answers: dict[str, AskResultAnswer]
+    error: InvalidInputError
+
+class RemoteAnswer(TypedDict):
+    values: NotRequired[list[str]]
+    customText: NotRequired[str]
+    note: NotRequired[str]
+    optionNotes: NotRequired[dict[str, str]]
+
+class AnswerResponse(TypedDict):
+    kind: Literal['answer']
+    mode: NotRequired[Literal['submit', 'elaborate']]
+    answers: dict[str, RemoteAnswer]
+
+class CancelResponse(TypedDict):
+    kind: Literal['cancel']
+
+class SubmitEvent(TypedDict):
+    version: Literal[1]
+    requestId: str
+    flowId: str
+    response: AnswerResponse | CancelResponse
+
+class SubmitAck(TypedDict):
+    version: Literal[1]
+    requestId: str
+    flowId: str
+    ok: Literal[True]
+
+class SubmitRejection(TypedDict):
+    version: Literal[1]
+    requestId: str
+    flowId: str
+    ok: Literal[False]
+    error: Literal['flow_not_found', 'invalid_request', 'invalid_answer']
+    message: str
+
+class AskParamsOption(TypedDict):
+    value: str
+    label: NotRequired[str]
+    description: NotRequired[str]
+    preview: NotRequired[str]
+    previewFile: NotRequired[str]
+    recommended: NotRequired[bool]
+
+class AskParamsQuestion(TypedDict):
+    id: str
+    label: NotRequired[str]
+    prompt: str
+    type: NotRequired[Literal['single', 'multi', 'preview']]
+    required: NotRequired[bool]
+    options: list[AskParamsOption]
+
+class AskParams(TypedDict):
+    """The ``ask_user`` tool input; ``FlowHost.start`` also takes it as a plain dict."""
+    title: NotRequired[str]
+    background: NotRequired[bool]
+    questions: list[AskParamsQuestion]
+
+RemoteResponse = AnswerResponse | CancelResponse
+SubmitResultEvent = SubmitAck | SubmitRejection
+
+__all__ = [
+    "AnswerResponse",
+    "AskContinuationPayload",
+    "AskElaborationPayload",
+    "AskOption",
+    "AskParams",
+    "AskParamsOption",
+    "AskParamsQuestion",
+    "AskQuestion",
+    "AskQuestionSummary",
+    "AskResult",
+    "AskResultAnswer",
+    "CancelResponse",
+    "CompletedEvent",
+    "ContextOption",
+    "ElaborationItem",
+    "ElaborationQuestionContext",
+    "InvalidInputError",
+    "InvalidInputResult",
+    "Issue",
+    "OptionTarget",
+    "QuestionState",
+    "QuestionTarget",
+    "RemoteAnswer",
+    "RemoteResponse",
+    "StartedEvent",
+    "SubmitAck",
+    "SubmitEvent",
+    "SubmitRejection",
+    "SubmitResultEvent",
+]
