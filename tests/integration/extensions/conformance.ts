@@ -105,7 +105,7 @@ async function tick(): Promise<void> {
 	await new Promise<void>((r) => setImmediate(r));
 }
 
-function startForm(bus: SyncBus, runtime: Runtime, formName: string) {
+function startForm(runtime: Runtime, formName: string) {
 	const f = spec.forms[formName];
 	const prepared = prepareForm(f.params, { presentSingleAsMulti: f.presentSingleAsMulti === true });
 	if (!prepared.ok) throw new Error(`form ${formName} did not validate: ${s(prepared)}`);
@@ -117,7 +117,7 @@ for (const [formName, expected] of Object.entries(spec.startedByForm)) {
 	const bus = new SyncBus();
 	const runtime = new Runtime(bus);
 	const problems: string[] = [];
-	const handle = startForm(bus, runtime, formName);
+	const handle = startForm(runtime, formName);
 	if (bus.log.length !== 0) problems.push("started was emitted synchronously (must be a microtask)");
 	await tick();
 	const log = bus.take();
@@ -144,7 +144,7 @@ for (const ex of spec.examples) {
 	const bus = new SyncBus();
 	const runtime = new Runtime(bus);
 	const problems: string[] = [];
-	const handle = startForm(bus, runtime, ex.form);
+	const handle = startForm(runtime, ex.form);
 	await tick();
 	bus.take(); // started (checked above)
 	const f = spec.forms[ex.form];

@@ -146,10 +146,6 @@ function trimmed(v: unknown): string {
 	return typeof v === "string" ? v.trim() : "";
 }
 
-function isBlank(v: unknown): boolean {
-	return typeof v !== "string" || v.trim() === "";
-}
-
 function deepCopy<T>(v: T): T {
 	return JSON.parse(JSON.stringify(v)) as T;
 }
