@@ -5,14 +5,17 @@ building, and a flow host that resolves flows on an event bus exactly as the ext
 No I/O besides reading preview files named by a form.
 """
 
+from msgspec import UNSET as _UNSET
+
 from .answers import AcceptedAnswer, AcceptedResponse, Selection, SubmitError
 from .bus import EventBus, Handler, LocalEventBus, Unsubscribe
-from .errors import FormErrorKind, InvalidForm, PiAskError, SubmitRefused
+from .errors import FormErrorKind, HostClosed, InvalidForm, PiAskError, SubmitRefused
 from .forms import Form, parse_form
 from .host import Clock, FlowHandle, FlowHost, FlowState, Scheduler
 from .protocol import (
     CHANNELS,
     COMPLETED,
+    LEGACY_CHANNEL_PREFIX,
     PROTOCOL_VERSION,
     STARTED,
     SUBMIT,
@@ -48,9 +51,12 @@ from .protocol import (
     SubmitEvent,
     SubmitRejection,
     SubmitResultEvent,
+    UnsetType,
     submit_result_from_builtins,
 )
 from .results import ELABORATION_INSTRUCTION, build_result
+
+UNSET = _UNSET
 
 __version__ = "0.1.0"
 
@@ -58,10 +64,12 @@ __all__ = [
     "CHANNELS",
     "COMPLETED",
     "ELABORATION_INSTRUCTION",
+    "LEGACY_CHANNEL_PREFIX",
     "PROTOCOL_VERSION",
     "STARTED",
     "SUBMIT",
     "SUBMIT_RESULT",
+    "UNSET",
     "AcceptedAnswer",
     "AcceptedResponse",
     "AnswerResponse",
@@ -88,6 +96,7 @@ __all__ = [
     "Form",
     "FormErrorKind",
     "Handler",
+    "HostClosed",
     "InvalidForm",
     "InvalidInputResult",
     "Issue",
@@ -110,6 +119,7 @@ __all__ = [
     "SubmitRefused",
     "SubmitRejection",
     "SubmitResultEvent",
+    "UnsetType",
     "Unsubscribe",
     "__version__",
     "build_result",

@@ -6,7 +6,7 @@ from typing import Literal
 
 from .protocol import InvalidInputResult, Issue, SubmitErrorCode
 
-__all__ = ["FormErrorKind", "InvalidForm", "PiAskError", "SubmitRefused"]
+__all__ = ["FormErrorKind", "HostClosed", "InvalidForm", "PiAskError", "SubmitRefused"]
 
 FormErrorKind = Literal["schema_error", "invalid_input"]
 
@@ -50,3 +50,9 @@ class SubmitRefused(PiAskError):
         self.code = code
         self.message = message
         super().__init__(f"{code}: {message}")
+
+
+class HostClosed(PiAskError):
+    """The host was closed (session shutdown): it opens no more flows."""
+
+    code = "host_closed"

@@ -20,7 +20,7 @@ from .answers import (
     parse_envelope,
 )
 from .bus import EventBus
-from .errors import SubmitRefused
+from .errors import HostClosed, SubmitRefused
 from .forms import Form, parse_form
 from .protocol import (
     COMPLETED,
@@ -73,6 +73,7 @@ class FlowHandle:
     """
 
     __slots__ = (
+        "_created_at",
         "_done_callbacks",
         "_host",
         "_index",
@@ -96,6 +97,7 @@ class FlowHandle:
         self._index = FormIndex(form.questions)
         self._local: dict[str, AcceptedAnswer] = {}
         self._state: FlowState = "open"
+        self._created_at: int | None = None
         self._result: bytes | None = None  # encoded, so callers and listeners never share it
         self._done_callbacks: list[Callable[[FlowHandle], None]] = []
 
@@ -114,6 +116,22 @@ class FlowHandle:
     @property
     def is_open(self) -> bool:
         return self._state == "open"
+
+    @property
+    def created_at(self) -> int | None:
+        """Epoch ms of the ``started`` event; None while it has not been emitted (or never was)."""
+        return self._created_at
+
+    @property
+    def announced(self) -> bool:
+        """Whether ``started`` was emitted for this flow."""
+        return self._created_at is not None
+
+    def started_event(self) -> StartedEvent | None:
+        """The ``started`` payload as emitted (fresh lists), to replay it to a late listener."""
+        if self._created_at is None:
+            return None
+        return self._host._started_payload(self, self._created_at)
 
     @property
     def result(self) -> AskResult | None:
@@ -258,7 +276,7 @@ class FlowHost:
         ``started`` handler is processed.
         """
         if self._unsubscribe is None:
-            raise RuntimeError("FlowHost is closed")
+            raise HostClosed("this FlowHost was closed (session shutdown); open a new one")
         form = parse_form(
             params, present_single_as_multi=self._present_single_as_multi, cwd=self._cwd
         )
@@ -325,16 +343,19 @@ class FlowHost:
         self._open.pop(id(handle), None)
 
     def _emit_started(self, handle: FlowHandle) -> None:
-        event = StartedEvent(
+        handle._created_at = self._clock()
+        self._bus.emit(STARTED, self._started_payload(handle, handle._created_at))
+
+    def _started_payload(self, handle: FlowHandle, created_at: int) -> StartedEvent:
+        return StartedEvent(
             flow_id=handle.flow_id,
             tool_call_id=handle.tool_call_id if handle.tool_call_id is not None else UNSET,
             source=handle.source,
             title=handle.form.title,
             # Each started event gets its own lists: a listener cannot change the host's form.
             questions=[structs.replace(q, options=list(q.options)) for q in handle.form.questions],
-            created_at=self._clock(),
+            created_at=created_at,
         )
-        self._bus.emit(STARTED, event)
 
     def _emit_completed(self, handle: FlowHandle, result: AskResult) -> None:
         event = CompletedEvent(

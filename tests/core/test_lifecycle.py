@@ -16,6 +16,7 @@ from pi_ask_core import (
     AnswerResponse,
     CancelResponse,
     FlowHost,
+    HostClosed,
     RemoteAnswer,
     SubmitEvent,
     SubmitRefused,
@@ -95,7 +96,7 @@ def test_l3_after_close_submits_get_no_acknowledgement(recorder: Recorder, host:
     assert handle.state == "disposed"
     assert host.is_closed
     assert recorder.bus.listener_count(SUBMIT) == 1  # only the recorder is left
-    with pytest.raises(RuntimeError):
+    with pytest.raises(HostClosed):
         host.start(FORM_A)
 
 
@@ -234,3 +235,18 @@ def test_started_payload_round_trips_through_json(recorder: Recorder, host: Flow
     encoded = msgspec.json.encode(payload)
     assert b"null" not in encoded
     assert msgspec.json.decode(encoded) == payload
+
+
+def test_started_event_replays_the_original_payload(recorder: Recorder) -> None:
+    clock = iter(range(1000, 2000)).__next__
+    scheduler = ManualScheduler()
+    host = FlowHost(recorder.bus, schedule=scheduler, clock=clock)
+    handle = host.start(FORM_A, tool_call_id="call-A")
+    assert not handle.announced
+    assert handle.started_event() is None  # not emitted yet: nothing to replay
+    scheduler.run()
+    [(_, emitted)] = recorder.take()
+    replay = handle.started_event()
+    assert replay is not None
+    assert handle.created_at == 1000
+    assert msgspec.to_builtins(replay) == emitted  # same createdAt, same form

@@ -1,0 +1,524 @@
+"""``BridgeClient``: follow forms, submit responses, and learn their fate.
+
+Everything from the host side is untrusted input: payloads on unknown or legacy channels, with
+a ``version`` other than 1, or that do not decode are logged (logger ``pi_ask_sdk``) and skipped,
+so one bad payload never stops the well-formed ones. All state lives on the client's event loop;
+a transport calling from another thread is handed over with ``call_soon_threadsafe``.
+
+Memory stays bounded however many flows pass through: open flows are dropped when they complete
+or the session ends, waiters when they are acknowledged, and the ids of finished flows (needed
+to refuse a second submit locally) are kept in a fixed-size most-recent memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import logging
+import threading
+import uuid
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from types import MappingProxyType, TracebackType
+from typing import Final, Generic, Literal, TypeAlias, TypeVar, cast
+
+import msgspec
+from typing_extensions import Self
+
+from pi_ask_core import (
+    COMPLETED,
+    LEGACY_CHANNEL_PREFIX,
+    STARTED,
+    SUBMIT,
+    SUBMIT_RESULT,
+    CompletedEvent,
+    StartedEvent,
+    SubmitAck,
+    SubmitEvent,
+    SubmitResultEvent,
+    UnsetType,
+    submit_result_from_builtins,
+)
+
+from .errors import (
+    ClientNotOpen,
+    ConnectionLost,
+    ConnectionLostReason,
+    FlowAlreadyAnswered,
+    FlowAlreadyCompleted,
+    FlowMismatch,
+    InvalidRequestId,
+    SubmitTimeout,
+    TransportUnavailable,
+    UnknownTicket,
+    WaitTimeout,
+)
+from .forms import FlowId, FlowView
+from .outcomes import (
+    BridgeEvent,
+    FlowCompleted,
+    FlowStarted,
+    PendingSubmit,
+    SessionEnded,
+    SubmitAccepted,
+    SubmitOutcome,
+    SubmitRejected,
+    SubmitTicket,
+)
+from .responses import Response
+from .transports.base import EndReason, Transport, TransportFactory
+
+__all__ = ["DEFAULT_TIMEOUT", "BridgeClient", "ClientStream"]
+
+log: Final = logging.getLogger("pi_ask_sdk")
+
+DEFAULT_TIMEOUT: Final = 30.0
+"""Seconds ``await_result`` waits by default; a host whose session ended never answers."""
+
+_HOST_CHANNELS: Final = frozenset((STARTED, COMPLETED, SUBMIT_RESULT))
+_RELAY_MODULE: Final = "pi_ask_sdk.transports.relay"
+
+T = TypeVar("T")
+_Closed: TypeAlias = PendingSubmit | Literal["completed", "session_ended"]
+"""Why a flow cannot take a submit: accepted (waiting for ``completed``), completed, or gone."""
+
+
+class _StreamEnd:
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: ConnectionLostReason) -> None:
+        self.reason: ConnectionLostReason = reason
+
+
+class ClientStream(Generic[T]):
+    """An async iterator over what the client receives from the moment it was made.
+
+    It starts with the forms open at that moment, then follows live events. It ends when the
+    client closes or the connection is lost (``async for`` stops; ``next`` raises
+    ``ConnectionLost``). Undelivered items are buffered; ``aclose()`` (or dropping the stream)
+    stops buffering.
+    """
+
+    def __init__(self, owner: weakref.WeakSet[ClientStream[T]], first: list[T]) -> None:
+        self._owner = owner
+        self._queue: asyncio.Queue[T | _StreamEnd] = asyncio.Queue()
+        self._ended: _StreamEnd | None = None
+        for item in first:
+            self._queue.put_nowait(item)
+        owner.add(self)
+
+    def _push(self, item: T | _StreamEnd) -> None:
+        if self._ended is None:
+            self._queue.put_nowait(item)
+            if isinstance(item, _StreamEnd):
+                self._ended = item
+                self._owner.discard(self)
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> T:
+        if self._ended is not None and self._queue.empty():
+            raise StopAsyncIteration
+        item = await self._queue.get()
+        if isinstance(item, _StreamEnd):
+            raise StopAsyncIteration
+        return item
+
+    async def next(self, *, timeout: float) -> T:
+        """The next item, waiting at most ``timeout`` seconds (``WaitTimeout`` after that)."""
+        try:
+            return await asyncio.wait_for(self.__anext__(), timeout)
+        except asyncio.TimeoutError:
+            raise WaitTimeout("the next item of the stream", timeout) from None
+        except StopAsyncIteration:
+            reason = self._ended.reason if self._ended is not None else "closed"
+            raise ConnectionLost(reason, "the stream has ended") from None
+
+    async def aclose(self) -> None:
+        self._push(_StreamEnd("closed"))
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+class _Listener:
+    """The ``TransportListener`` a client gives its transport (kept off the public API)."""
+
+    __slots__ = ("_client",)
+
+    def __init__(self, client: BridgeClient) -> None:
+        self._client = client
+
+    def message(self, channel: str, data: object, *, replay: bool = False) -> None:
+        self._client._receive(channel, data, replay)
+
+    def ended(self, reason: EndReason) -> None:
+        self._client._end(reason)
+
+
+class BridgeClient:
+    """A bridge's connection to one host, used as ``async with BridgeClient(transport) as c``.
+
+    ``completed_memory`` bounds how many finished flow ids are remembered for refusing a second
+    submit locally (older ones are refused by the host instead, as ``flow_not_found``).
+    """
+
+    def __init__(
+        self,
+        transport: Transport,
+        *,
+        request_id_prefix: str = "bridge",
+        completed_memory: int = 1024,
+    ) -> None:
+        if not request_id_prefix:
+            raise ValueError("request_id_prefix must not be empty")
+        if completed_memory < 1:
+            raise ValueError("completed_memory must be at least 1")
+        self._transport = transport
+        self._prefix = request_id_prefix
+        self._memory_size = completed_memory
+        self._state: Literal["new", "open", "disconnected", "closed"] = "new"
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: int | None = None
+        self._open: dict[FlowId, FlowView] = {}
+        self._pending: dict[str, PendingSubmit] = {}
+        self._closed: OrderedDict[FlowId, _Closed] = OrderedDict()
+        self._flow_streams: weakref.WeakSet[ClientStream[FlowView]] = weakref.WeakSet()
+        self._event_streams: weakref.WeakSet[ClientStream[BridgeEvent]] = weakref.WeakSet()
+
+    @classmethod
+    def connect(
+        cls, factory: TransportFactory | None = None, *, request_id_prefix: str = "bridge"
+    ) -> BridgeClient:
+        """A client for a running Pi: ``async with BridgeClient.connect() as client``.
+
+        Without ``factory`` it uses ``pi_ask_sdk.transports.relay.discover()``, which finds the
+        relay socket of a running Pi; raises ``TransportUnavailable`` when there is none.
+        """
+        if factory is None:
+            try:
+                module = importlib.import_module(_RELAY_MODULE)
+            except ModuleNotFoundError as exc:
+                if exc.name != _RELAY_MODULE:
+                    raise
+                raise TransportUnavailable(
+                    "No relay transport is installed; pass a transport factory to connect()."
+                ) from None
+            discover = getattr(module, "discover", None)
+            if not callable(discover):
+                raise TransportUnavailable(f"{_RELAY_MODULE} has no discover() function.")
+            factory = cast(TransportFactory, discover)
+        return cls(factory(), request_id_prefix=request_id_prefix)
+
+    # --- lifecycle ---
+
+    @property
+    def is_open(self) -> bool:
+        return self._state == "open"
+
+    @property
+    def transport(self) -> Transport:
+        return self._transport
+
+    async def open(self) -> None:
+        """Connect the transport; forms it replays are open when this returns."""
+        if self._state != "new":
+            raise ClientNotOpen("open a client twice")
+        self._loop = asyncio.get_running_loop()
+        self._thread = threading.get_ident()
+        self._state = "open"
+        try:
+            await self._transport.open(_Listener(self))
+        except BaseException:
+            self._state = "closed"
+            raise
+
+    async def close(self) -> None:
+        """Fail pending waits (``ConnectionLost``), end the streams, close the transport."""
+        if self._state in ("new", "closed"):
+            self._state = "closed"
+            return
+        self._drop_everything("closed")
+        self._state = "closed"
+        await self._transport.close()
+
+    async def __aenter__(self) -> Self:
+        await self.open()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    # --- reading ---
+
+    @property
+    def open_flows(self) -> Mapping[FlowId, FlowView]:
+        """The forms open now (a live read-only view), in the order they started."""
+        return MappingProxyType(self._open)
+
+    def flows(self) -> ClientStream[FlowView]:
+        """Started forms: those open now (including replayed ones), then each new one."""
+        self._require("follow flows")
+        return ClientStream(self._flow_streams, list(self._open.values()))
+
+    def events(self) -> ClientStream[BridgeEvent]:
+        """Every event as ``FlowStarted | FlowCompleted | SessionEnded``, starting with a
+        ``FlowStarted`` for each form open now. Completions may come without a ``FlowStarted``."""
+        self._require("follow events")
+        first: list[BridgeEvent] = [FlowStarted(view) for view in self._open.values()]
+        return ClientStream(self._event_streams, first)
+
+    # --- submitting ---
+
+    async def submit(
+        self, flow: FlowView, response: Response, *, request_id: str | None = None
+    ) -> SubmitTicket:
+        """Send ``response`` for ``flow`` and return the ticket to ``await_result`` with.
+
+        The waiter is armed before the submit is emitted (an in-process host acknowledges inside
+        the emit). Refused locally, with nothing sent: a response built for another flow
+        (``FlowMismatch``), a flow that already accepted a submit or completed
+        (``FlowAlreadyAnswered`` / ``FlowAlreadyCompleted``), a flow dropped when the session
+        ended (``ConnectionLost``). ``request_id`` defaults to a fresh uuid4-based id.
+        """
+        self._require("submit")
+        flow_id = flow.flow_id
+        if response.flow_id != flow_id:
+            raise FlowMismatch(flow_id, response.flow_id)
+        closed = self._closed.get(flow_id)
+        if closed == "completed":
+            raise FlowAlreadyCompleted(flow_id)
+        if closed == "session_ended":
+            raise ConnectionLost("session_ended", f'flow "{flow_id}" was dropped with its session')
+        if isinstance(closed, PendingSubmit):
+            raise FlowAlreadyAnswered(flow_id)
+        rid = self._request_id(request_id)
+        loop = self._loop
+        assert loop is not None  # set by open(), checked by _require
+        pending = PendingSubmit(self, rid, flow_id, loop.create_future())
+        self._pending[rid] = pending
+        ticket = SubmitTicket(rid, flow_id, response.kind, pending)
+        payload = SubmitEvent(request_id=rid, flow_id=flow_id, response=response.to_wire())
+        try:
+            await self._transport.send(payload)
+        except BaseException:
+            if self._pending.get(rid) is pending:
+                del self._pending[rid]
+            raise
+        return ticket
+
+    async def await_result(
+        self, ticket: SubmitTicket, *, timeout: float = DEFAULT_TIMEOUT
+    ) -> SubmitOutcome:
+        """Wait for the host's verdict on ``ticket`` (matched by ``requestId`` and ``flowId``).
+
+        Raises ``SubmitTimeout`` after ``timeout`` seconds (the ticket stays valid for another
+        wait) and ``ConnectionLost`` when the session ended or the client closed first; neither
+        is ever turned into an answer or a cancel.
+        """
+        pending = ticket._pending
+        if pending.owner is not self:
+            raise UnknownTicket(ticket.request_id)
+        if not pending.future.done():
+            try:
+                await asyncio.wait_for(asyncio.shield(pending.future), timeout)
+            except asyncio.TimeoutError:
+                raise SubmitTimeout(ticket, timeout) from None
+        verdict = pending.future.result()
+        if isinstance(verdict, str):
+            raise ConnectionLost(verdict)
+        if isinstance(verdict, SubmitAck):
+            return SubmitAccepted(ticket, pending.completion)
+        return SubmitRejected(ticket, verdict.error, verdict.message)
+
+    async def respond(
+        self,
+        flow: FlowView,
+        response: Response,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        request_id: str | None = None,
+    ) -> SubmitOutcome:
+        """``submit`` then ``await_result``."""
+        ticket = await self.submit(flow, response, request_id=request_id)
+        return await self.await_result(ticket, timeout=timeout)
+
+    # --- internals ---
+
+    def _require(self, action: str) -> None:
+        if self._state == "disconnected":
+            raise ConnectionLost("disconnected")
+        if self._state != "open":
+            raise ClientNotOpen(action)
+
+    def _request_id(self, request_id: str | None) -> str:
+        if request_id is None:
+            return f"{self._prefix}-{uuid.uuid4().hex}"
+        if not isinstance(request_id, str) or not request_id:
+            raise InvalidRequestId(str(request_id), "must be a non-empty string")
+        if request_id in self._pending:
+            raise InvalidRequestId(request_id, "is already used by a pending submit")
+        return request_id
+
+    def _on_loop(self) -> bool:
+        return threading.get_ident() == self._thread
+
+    def _receive(self, channel: str, data: object, replay: bool) -> None:
+        if self._state != "open":
+            return
+        if not self._on_loop():
+            self._hand_over(self._receive, channel, data, replay)
+            return
+        try:
+            self._dispatch(channel, data, replay)
+        except Exception:  # a bug of ours must not take the transport down
+            log.exception("pi_ask_sdk: failed to handle a %s payload; skipped", channel)
+
+    def _end(self, reason: EndReason) -> None:
+        if self._state != "open":
+            return
+        if not self._on_loop():
+            self._hand_over(self._end, reason)
+            return
+        self._drop_everything(reason)
+        if reason == "disconnected":
+            self._state = "disconnected"
+
+    def _hand_over(self, callback: Callable[..., None], *args: object) -> None:
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+            loop.call_soon_threadsafe(callback, *args)
+
+    def _dispatch(self, channel: str, data: object, replay: bool) -> None:
+        if channel not in _HOST_CHANNELS:
+            if channel.startswith(LEGACY_CHANNEL_PREFIX):
+                log.debug("pi_ask_sdk: ignored a payload on legacy channel %s", channel)
+            elif channel != SUBMIT:
+                log.debug("pi_ask_sdk: ignored a payload on unknown channel %r", channel)
+            return
+        raw = _builtins(data)
+        if raw is None:
+            log.warning("pi_ask_sdk: skipped a %s payload that is not a JSON object", channel)
+            return
+        version = raw.get("version")
+        if type(version) not in (int, float) or version != 1:
+            log.warning("pi_ask_sdk: ignored a %s payload with version %r", channel, version)
+            return
+        if type(version) is float:
+            raw = {**raw, "version": 1}
+        try:
+            if channel == STARTED:
+                self._started(msgspec.convert(raw, StartedEvent), replay)
+            elif channel == COMPLETED:
+                self._completed(msgspec.convert(raw, CompletedEvent))
+            else:
+                self._acknowledged(submit_result_from_builtins(raw))
+        except msgspec.ValidationError as exc:
+            log.warning("pi_ask_sdk: skipped a malformed %s payload: %s", channel, exc)
+
+    def _started(self, event: StartedEvent, replay: bool) -> None:
+        view = FlowView.from_started(event, replay=replay)
+        flow_id = view.flow_id
+        before = self._open.get(flow_id)
+        self._closed.pop(flow_id, None)  # a re-announced flow id is a new form (spec §3.7)
+        self._open[flow_id] = view
+        if before is not None and (before.replay or replay) and before.same_form(view):
+            return  # the live announcement of a form already replayed, or the reverse
+        for flow_stream in list(self._flow_streams):
+            flow_stream._push(view)
+        self._publish(FlowStarted(view))
+
+    def _completed(self, event: CompletedEvent) -> None:
+        flow_id = FlowId(event.flow_id)
+        accepted = self._closed.get(flow_id)
+        view = self._open.pop(flow_id, None)
+        if view is None and isinstance(accepted, PendingSubmit):
+            view = accepted.flow
+        completion = FlowCompleted(
+            flow_id=flow_id,
+            tool_call_id=None if isinstance(event.tool_call_id, UnsetType) else event.tool_call_id,
+            source=event.source,
+            result=event.result,
+            completed_at=event.completed_at,
+            flow=view,
+        )
+        if isinstance(accepted, PendingSubmit):
+            accepted.completion = completion
+        for pending in self._pending.values():
+            if pending.flow_id == flow_id:
+                pending.completion = completion
+        self._remember(flow_id, "completed")
+        self._publish(completion)
+
+    def _acknowledged(self, ack: SubmitResultEvent) -> None:
+        pending = self._pending.get(ack.request_id)
+        if pending is None or pending.flow_id != ack.flow_id:
+            return  # another bridge's submit (acknowledgements are broadcast)
+        del self._pending[ack.request_id]
+        flow_id = pending.flow_id
+        if isinstance(ack, SubmitAck):
+            pending.flow = self._open.pop(flow_id, None)
+            if self._closed.get(flow_id) != "completed":
+                self._remember(flow_id, pending)
+        elif ack.error == "flow_not_found":
+            self._open.pop(flow_id, None)
+        if not pending.future.done():
+            pending.future.set_result(ack)
+
+    def _remember(self, flow_id: FlowId, closed: _Closed) -> None:
+        self._closed[flow_id] = closed
+        self._closed.move_to_end(flow_id)
+        while len(self._closed) > self._memory_size:
+            self._closed.popitem(last=False)
+
+    def _drop_everything(self, reason: ConnectionLostReason) -> None:
+        pending, self._pending = self._pending, {}
+        for waiter in pending.values():
+            if not waiter.future.done():
+                waiter.future.set_result(reason)
+        if reason == "session_ended":
+            for flow_id in self._open:
+                self._remember(flow_id, "session_ended")
+        self._open.clear()
+        if reason != "closed":
+            self._publish(SessionEnded(reason))
+        if reason != "session_ended":
+            end = _StreamEnd(reason)
+            for flow_stream in list(self._flow_streams):
+                flow_stream._push(end)
+            for event_stream in list(self._event_streams):
+                event_stream._push(end)
+
+    def _publish(self, event: BridgeEvent) -> None:
+        for stream in list(self._event_streams):
+            stream._push(event)
+
+
+def _builtins(data: object) -> dict[str, object] | None:
+    """``data`` as decoded JSON (Structs converted), or None when it is not an object."""
+    if isinstance(data, msgspec.Struct):
+        try:
+            data = msgspec.to_builtins(data)
+        except (TypeError, ValueError):
+            return None
+    if not isinstance(data, dict):
+        return None
+    return cast("dict[str, object]", data)

@@ -1,0 +1,101 @@
+"""Ask a person in a terminal: a started form in, an explicit ``Answer`` or ``Cancel`` out.
+
+The terminal policy: an option is chosen by its number or by its exact value; both are turned
+into the option's value by this code. Typing a label is refused with a hint (labels are for
+reading, never sent). Free text is custom text only where the person says so (``+text``).
+Cancelling is its own explicit command, never inferred from what was typed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .errors import BridgeError
+from .forms import FlowView, OptionValue, QuestionView
+from .render import render_question
+from .responses import AnswerBuilder, Cancel, Response
+
+__all__ = ["CancelRequested", "ask_person", "parse_choice"]
+
+Prompt = Callable[[str], str]
+Write = Callable[[str], None]
+
+
+class CancelRequested(Exception):
+    """The person typed ``!cancel``."""
+
+
+def parse_choice(question: QuestionView, text: str) -> tuple[list[OptionValue], str | None]:
+    """Option values and custom text from what the person typed.
+
+    Parts are separated by commas; a part is an option number, an exact option value, or
+    ``+custom text``. Raises ``ValueError`` with a message for the person.
+    """
+    values: list[OptionValue] = []
+    custom: str | None = None
+    for raw_part in text.split(","):
+        part = raw_part.strip()
+        if not part:
+            continue
+        if part.startswith("+"):
+            custom = part[1:].strip() or None
+            continue
+        if part.isdigit() and 1 <= int(part) <= len(question.options):
+            values.append(question.options[int(part) - 1].value)
+        elif question.has_value(part):
+            values.append(question.value(part))
+        else:
+            labels = {o.label.casefold(): o for o in question.options}
+            match = labels.get(part.casefold())
+            if match is not None:
+                raise ValueError(
+                    f'"{part}" is a label; type its number ({match.position}) or its value '
+                    f"({match.value})."
+                )
+            raise ValueError(f'"{part}" is neither an option number nor an option value.')
+    return values, custom
+
+
+def _ask_question(
+    builder: AnswerBuilder, question: QuestionView, prompt: Prompt, write: Write, number: int
+) -> None:
+    write("\n".join(render_question(question, number)))
+    how = "numbers or values, comma-separated" if question.multi else "a number or a value"
+    while True:
+        text = prompt(f"  {question.id}> choose {how}; +text for custom text; Enter to skip: ")
+        if text.strip() == "!cancel":
+            raise CancelRequested
+        try:
+            values, custom = parse_choice(question, text)
+            builder.select(question, *values)
+            if custom is not None:
+                builder.custom_text(question, custom)
+        except (ValueError, BridgeError) as error:
+            write(f"  ! {error}")
+            continue
+        break
+    note = prompt(f"  {question.id}> note (Enter for none): ")
+    if note.strip():
+        builder.note(question, note)
+
+
+def ask_person(flow: FlowView, prompt: Prompt = input, write: Write = print) -> Response:
+    """Walk the person through ``flow`` and return what they chose, as values.
+
+    ``!cancel`` at any prompt, or ``c`` at the end, returns an explicit ``Cancel``.
+    """
+    builder = AnswerBuilder(flow)
+    try:
+        for number, question in enumerate(flow.questions, start=1):
+            _ask_question(builder, question, prompt, write, number)
+        while True:
+            final = prompt("Submit (s), ask the agent to clarify first (e), or cancel (c)? ")
+            choice = final.strip().lower()
+            if choice in ("s", "e", "c", "!cancel"):
+                break
+            write("  ! type s, e or c")
+    except CancelRequested:
+        return Cancel.of(flow)
+    if choice in ("c", "!cancel"):
+        return Cancel.of(flow)
+    return builder.mode("elaborate" if choice == "e" else "submit").build()

@@ -1,0 +1,288 @@
+"""Errors a bridge can meet, all under ``pi_ask_core.PiAskError``.
+
+Every error has a stable ``code`` (a ``Literal``) and keeps the offending names as attributes, so
+a bridge can react programmatically and a person reading the message learns what was wrong.
+Errors are raised *before* anything is sent whenever the SDK can tell locally; the host stays
+authoritative for everything else (its refusals come back as ``SubmitRejected``, not as errors).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Literal
+
+from pi_ask_core import PiAskError
+
+if TYPE_CHECKING:
+    from .outcomes import SubmitTicket
+
+__all__ = [
+    "ApprovalMappingError",
+    "ApprovalProblem",
+    "BridgeError",
+    "BridgeErrorCode",
+    "ClientNotOpen",
+    "ConnectionLost",
+    "ConnectionLostReason",
+    "FlowAlreadyAnswered",
+    "FlowAlreadyCompleted",
+    "FlowClosed",
+    "FlowMismatch",
+    "InvalidRequestId",
+    "InvalidResponse",
+    "ResponseProblem",
+    "SubmitTimeout",
+    "TransportUnavailable",
+    "UnknownOption",
+    "UnknownQuestion",
+    "UnknownTicket",
+    "WaitTimeout",
+]
+
+BridgeErrorCode = Literal[
+    "unknown_question",
+    "unknown_option",
+    "invalid_response",
+    "approval_mapping",
+    "flow_mismatch",
+    "flow_already_answered",
+    "flow_already_completed",
+    "invalid_request_id",
+    "unknown_ticket",
+    "submit_timeout",
+    "wait_timeout",
+    "connection_lost",
+    "client_not_open",
+    "transport_unavailable",
+]
+
+ResponseProblem = Literal[
+    "too_many_values",
+    "duplicate_value",
+    "value_with_custom_text",
+]
+"""Why a response builder refused an answer (spec §4.3, checked locally)."""
+
+ApprovalProblem = Literal["question_not_in_form", "value_not_in_question", "unknown_button"]
+ConnectionLostReason = Literal["session_ended", "disconnected", "closed"]
+
+
+def _quoted(names: Iterable[str]) -> str:
+    shown = ", ".join(f'"{name}"' for name in names)
+    return shown or "none"
+
+
+class BridgeError(PiAskError):
+    """Base of every error raised by ``pi_ask_sdk``; catch it to handle them all."""
+
+    code: BridgeErrorCode
+
+
+class UnknownQuestion(BridgeError):
+    """A question id that the started form does not have (ids are matched exactly)."""
+
+    code: Literal["unknown_question"] = "unknown_question"
+
+    def __init__(self, flow_id: str, question_id: str, known: Iterable[str]) -> None:
+        self.flow_id = flow_id
+        self.question_id = question_id
+        self.known: tuple[str, ...] = tuple(known)
+        super().__init__(
+            f'Flow "{flow_id}" has no question "{question_id}"; '
+            f"its question ids are {_quoted(self.known)}."
+        )
+
+
+class UnknownOption(BridgeError):
+    """An option value that the question does not have. Labels never match: only values do."""
+
+    code: Literal["unknown_option"] = "unknown_option"
+
+    def __init__(self, question_id: str, value: str, known: Iterable[str]) -> None:
+        self.question_id = question_id
+        self.value = value
+        self.known: tuple[str, ...] = tuple(known)
+        super().__init__(
+            f'Question "{question_id}" has no option value "{value}"; its option values are '
+            f"{_quoted(self.known)} (labels are never accepted)."
+        )
+
+
+class InvalidResponse(BridgeError):
+    """An answer the host would refuse as ``invalid_answer`` (spec §4.3), caught before sending."""
+
+    code: Literal["invalid_response"] = "invalid_response"
+
+    def __init__(self, question_id: str, problem: ResponseProblem, message: str) -> None:
+        self.question_id = question_id
+        self.problem: ResponseProblem = problem
+        super().__init__(f'Question "{question_id}": {message}')
+
+
+class ApprovalMappingError(BridgeError):
+    """An approval mapping that does not fit a form, or a button it does not know.
+
+    Raised when a mapping is bound to a form whose questions or option values do not include
+    what a button names, so a bridge never sends a guess; there is no fallback to labels.
+    """
+
+    code: Literal["approval_mapping"] = "approval_mapping"
+
+    def __init__(
+        self,
+        problem: ApprovalProblem,
+        *,
+        button: str,
+        flow_id: str,
+        question_id: str | None = None,
+        value: str | None = None,
+        known: Iterable[str] = (),
+    ) -> None:
+        self.problem: ApprovalProblem = problem
+        self.button = button
+        self.flow_id = flow_id
+        self.question_id = question_id
+        self.value = value
+        self.known: tuple[str, ...] = tuple(known)
+        if problem == "unknown_button":
+            detail = f"no such button; the mapping has {_quoted(self.known)}"
+        elif problem == "question_not_in_form":
+            detail = (
+                f'it selects question "{question_id}", which flow "{flow_id}" does not have '
+                f"(its questions are {_quoted(self.known)})"
+            )
+        else:
+            detail = (
+                f'it selects value "{value}" of question "{question_id}", which has no such '
+                f"option value (its values are {_quoted(self.known)})"
+            )
+        super().__init__(f'Approval button "{button}": {detail}.')
+
+
+class FlowMismatch(BridgeError):
+    """A response built from one flow's form was submitted for another flow."""
+
+    code: Literal["flow_mismatch"] = "flow_mismatch"
+
+    def __init__(self, flow_id: str, response_flow_id: str) -> None:
+        self.flow_id = flow_id
+        self.response_flow_id = response_flow_id
+        super().__init__(
+            f'The response was built for flow "{response_flow_id}", not for flow "{flow_id}"; '
+            "build it from the form you submit to."
+        )
+
+
+class FlowClosed(BridgeError):
+    """A submit refused locally because the flow can no longer take one; nothing was sent."""
+
+    code: Literal["flow_already_answered", "flow_already_completed"]
+
+    def __init__(self, flow_id: str, message: str) -> None:
+        self.flow_id = flow_id
+        super().__init__(message)
+
+
+class FlowAlreadyAnswered(FlowClosed):
+    """The host already accepted a submit for this flow (a flow completes at most once)."""
+
+    code: Literal["flow_already_answered"] = "flow_already_answered"
+
+    def __init__(self, flow_id: str) -> None:
+        super().__init__(flow_id, f'Flow "{flow_id}" already accepted a submit; nothing was sent.')
+
+
+class FlowAlreadyCompleted(FlowClosed):
+    """The flow's ``completed`` event was already seen; nothing was sent."""
+
+    code: Literal["flow_already_completed"] = "flow_already_completed"
+
+    def __init__(self, flow_id: str) -> None:
+        super().__init__(flow_id, f'Flow "{flow_id}" has already completed; nothing was sent.')
+
+
+class InvalidRequestId(BridgeError):
+    """A caller-chosen request id that is empty or already in use by a pending submit."""
+
+    code: Literal["invalid_request_id"] = "invalid_request_id"
+
+    def __init__(self, request_id: str, reason: str) -> None:
+        self.request_id = request_id
+        super().__init__(f"Request id {request_id!r} {reason}.")
+
+
+class UnknownTicket(BridgeError):
+    """A ticket given to a client that did not issue it."""
+
+    code: Literal["unknown_ticket"] = "unknown_ticket"
+
+    def __init__(self, request_id: str) -> None:
+        self.request_id = request_id
+        super().__init__(f"Submit ticket {request_id!r} was issued by another client.")
+
+
+class SubmitTimeout(BridgeError, TimeoutError):
+    """No acknowledgement arrived in time: the submit's fate is unknown (never an answer/cancel).
+
+    The ticket stays valid, so ``await_result`` may be called again; a host whose session ended
+    never acknowledges (spec §3.6), which is why every wait has a timeout.
+    """
+
+    code: Literal["submit_timeout"] = "submit_timeout"
+
+    def __init__(self, ticket: SubmitTicket, timeout: float) -> None:
+        self.ticket = ticket
+        self.timeout = timeout
+        super().__init__(
+            f'No submit-result for request "{ticket.request_id}" (flow "{ticket.flow_id}") '
+            f"within {timeout:g} s; the submit may or may not have been applied."
+        )
+
+
+class WaitTimeout(BridgeError, TimeoutError):
+    """A bounded wait (for a form, an event, or the sync facade's loop) ran out."""
+
+    code: Literal["wait_timeout"] = "wait_timeout"
+
+    def __init__(self, what: str, timeout: float) -> None:
+        self.what = what
+        self.timeout = timeout
+        super().__init__(f"Timed out after {timeout:g} s waiting for {what}.")
+
+
+class ConnectionLost(BridgeError):
+    """The session ended or the connection to the host went away.
+
+    Pending ``await_result`` calls fail with it: their submits may or may not have been applied,
+    and none is ever reported as an answer or a cancel.
+    """
+
+    code: Literal["connection_lost"] = "connection_lost"
+
+    def __init__(self, reason: ConnectionLostReason, detail: str = "") -> None:
+        self.reason: ConnectionLostReason = reason
+        text = {
+            "session_ended": "The Pi session ended before the submit was acknowledged",
+            "disconnected": "The connection to the host was lost",
+            "closed": "The client was closed",
+        }[reason]
+        super().__init__(f"{text}{': ' + detail if detail else ''}.")
+
+
+class ClientNotOpen(BridgeError):
+    """The client was used before ``async with`` / ``open()`` or after it closed."""
+
+    code: Literal["client_not_open"] = "client_not_open"
+
+    def __init__(self, action: str) -> None:
+        self.action = action
+        super().__init__(f"Cannot {action}: the BridgeClient is not open (use `async with`).")
+
+
+class TransportUnavailable(BridgeError):
+    """No transport could be made, e.g. ``BridgeClient.connect()`` without a relay module."""
+
+    code: Literal["transport_unavailable"] = "transport_unavailable"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)

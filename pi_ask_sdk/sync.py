@@ -1,0 +1,187 @@
+"""``SyncBridgeClient``: the ``BridgeClient`` for code that is not async (desktop apps, WSGI).
+
+The async client runs on a private event loop in a daemon thread; each call is handed to it and
+waited for with a bound, so a blocking caller can never hang forever. Results and errors are the
+async client's own (``SubmitAccepted | SubmitRejected``, ``SubmitTimeout``, ``ConnectionLost``...),
+plus ``WaitTimeout`` when the loop itself does not answer in time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+from collections.abc import Coroutine, Mapping
+from types import TracebackType
+from typing import Final, Generic, TypeVar
+
+from typing_extensions import Self
+
+from .client import DEFAULT_TIMEOUT, BridgeClient, ClientStream
+from .errors import ClientNotOpen, WaitTimeout
+from .forms import FlowId, FlowView
+from .outcomes import BridgeEvent, SubmitOutcome, SubmitTicket
+from .responses import Response
+from .transports.base import Transport
+
+__all__ = ["SyncBridgeClient", "SyncClientStream"]
+
+T = TypeVar("T")
+
+_GRACE: Final = 5.0
+"""Extra seconds the calling thread allows the loop beyond an operation's own timeout."""
+
+
+class SyncClientStream(Generic[T]):
+    """A blocking view of a ``ClientStream``: ``next(timeout=...)`` returns the next item."""
+
+    def __init__(self, owner: SyncBridgeClient, stream: ClientStream[T]) -> None:
+        self._owner = owner
+        self._stream = stream
+
+    def next(self, *, timeout: float) -> T:
+        """The next item; ``WaitTimeout`` after ``timeout`` s, ``ConnectionLost`` once ended."""
+        return self._owner._run(self._stream.next(timeout=timeout), timeout + _GRACE, "an item")
+
+    def close(self) -> None:
+        self._owner._run(self._stream.aclose(), _GRACE, "the stream to close")
+
+
+class SyncBridgeClient:
+    """``with SyncBridgeClient(transport) as client: flow = client.flows().next(timeout=60)``.
+
+    ``timeout`` bounds start-up, shutdown and sending a submit. Objects returned (views,
+    tickets, outcomes) are immutable and safe to use from any thread.
+    """
+
+    def __init__(
+        self,
+        transport: Transport,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        request_id_prefix: str = "bridge",
+        completed_memory: int = 1024,
+    ) -> None:
+        self._timeout = timeout
+        self._client = BridgeClient(
+            transport, request_id_prefix=request_id_prefix, completed_memory=completed_memory
+        )
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def client(self) -> BridgeClient:
+        """The async client (only to be used on its own loop)."""
+        return self._client
+
+    def start(self) -> None:
+        """Start the loop thread and open the client (bounded by ``timeout``)."""
+        if self._loop is not None:
+            raise ClientNotOpen("start a SyncBridgeClient twice")
+        loop = asyncio.new_event_loop()
+        thread = threading.Thread(target=loop.run_forever, name="pi-ask-sdk-loop", daemon=True)
+        self._loop, self._thread = loop, thread
+        thread.start()
+        try:
+            self._run(self._client.open(), self._timeout, "the client to open")
+        except BaseException:
+            self._stop_loop()
+            raise
+
+    def close(self) -> None:
+        """Close the client (failing pending waits) and stop the loop thread."""
+        if self._loop is None or self._loop.is_closed():
+            return
+        try:
+            self._run(self._client.close(), self._timeout, "the client to close")
+        finally:
+            self._stop_loop()
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @property
+    def open_flows(self) -> Mapping[FlowId, FlowView]:
+        """A snapshot of the forms open now."""
+
+        async def snapshot() -> dict[FlowId, FlowView]:
+            return dict(self._client.open_flows)
+
+        return self._run(snapshot(), self._timeout, "the open flows")
+
+    def flows(self) -> SyncClientStream[FlowView]:
+        async def make() -> ClientStream[FlowView]:
+            return self._client.flows()
+
+        return SyncClientStream(self, self._run(make(), self._timeout, "a flow stream"))
+
+    def events(self) -> SyncClientStream[BridgeEvent]:
+        async def make() -> ClientStream[BridgeEvent]:
+            return self._client.events()
+
+        return SyncClientStream(self, self._run(make(), self._timeout, "an event stream"))
+
+    def submit(
+        self, flow: FlowView, response: Response, *, request_id: str | None = None
+    ) -> SubmitTicket:
+        return self._run(
+            self._client.submit(flow, response, request_id=request_id),
+            self._timeout,
+            "the submit to be sent",
+        )
+
+    def await_result(
+        self, ticket: SubmitTicket, *, timeout: float = DEFAULT_TIMEOUT
+    ) -> SubmitOutcome:
+        return self._run(
+            self._client.await_result(ticket, timeout=timeout),
+            timeout + _GRACE,
+            "the submit result",
+        )
+
+    def respond(
+        self,
+        flow: FlowView,
+        response: Response,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        request_id: str | None = None,
+    ) -> SubmitOutcome:
+        ticket = self.submit(flow, response, request_id=request_id)
+        return self.await_result(ticket, timeout=timeout)
+
+    def _run(self, coro: Coroutine[object, object, T], timeout: float, what: str) -> T:
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            coro.close()
+            raise ClientNotOpen(f"wait for {what}")
+        if self._thread is threading.current_thread():
+            coro.close()
+            raise RuntimeError("SyncBridgeClient must not be called from its own loop thread")
+        future = asyncio.run_coroutine_threadsafe(coro, loop)
+        try:
+            return future.result(timeout)
+        except concurrent.futures.TimeoutError:
+            if future.done():  # the operation's own timeout (SubmitTimeout is a TimeoutError)
+                raise
+            future.cancel()
+            raise WaitTimeout(what, timeout) from None
+
+    def _stop_loop(self) -> None:
+        loop, thread = self._loop, self._thread
+        if loop is None or loop.is_closed():
+            return
+        loop.call_soon_threadsafe(loop.stop)
+        if thread is not None:
+            thread.join(self._timeout)
+        if thread is None or not thread.is_alive():
+            loop.close()

@@ -1,0 +1,322 @@
+"""Test a bridge without Pi: ``FakeHost`` (a real ``FlowHost`` on a ``LocalEventBus``) and
+``ScriptedTransport`` (deliver any raw payload to a client).
+
+``FakeHost`` answers submits synchronously, like Pi's extension, so tests need no sleeps::
+
+    host = FakeHost()                       # or FakeHost(order="ack_first")
+    async with host.client() as client:
+        host.open(yes_no_params("deploy"), tool_call_id="c1")
+        flow = await client.flows().next(timeout=1)
+        outcome = await client.respond(flow, AnswerBuilder(flow).select(...).build(), timeout=1)
+
+``order`` chooses which of ``completed`` and ``submit-result`` a remote submit emits first:
+``"completed_first"`` is the reference order; bridges must work with both. Every payload on the
+four channels is recorded (as decoded JSON) for assertions.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+import msgspec
+
+from pi_ask_core import (
+    CHANNELS,
+    COMPLETED,
+    SUBMIT,
+    SUBMIT_RESULT,
+    AskResult,
+    FlowHandle,
+    FlowHost,
+    FlowSource,
+    Handler,
+    LocalEventBus,
+    SubmitEvent,
+    Unsubscribe,
+)
+
+from .client import BridgeClient
+from .errors import ConnectionLost
+from .responses import Answer, Cancel
+from .sync import SyncBridgeClient
+from .transports.base import EndReason, TransportListener
+from .transports.memory import MemoryTransport
+
+__all__ = [
+    "AckOrder",
+    "FakeHost",
+    "RecordedEvent",
+    "ScriptedTransport",
+    "yes_no_params",
+]
+
+AckOrder = Literal["completed_first", "ack_first"]
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedEvent:
+    """One payload seen on the bus, as decoded JSON (``msgspec.to_builtins``)."""
+
+    channel: str
+    data: object
+
+
+def yes_no_params(
+    question_id: str = "deploy", *, prompt: str = "Deploy to production?", title: str = "Approval"
+) -> dict[str, object]:
+    """``ask_user`` input with one single-choice question, values ``yes`` / ``no``."""
+    return {
+        "title": title,
+        "questions": [
+            {
+                "id": question_id,
+                "prompt": prompt,
+                "options": [
+                    {"value": "yes", "label": "Yes", "recommended": True},
+                    {"value": "no", "label": "No"},
+                ],
+            }
+        ],
+    }
+
+
+class _HostBus:
+    """The bus as the fake's ``FlowHost`` sees it: reorders ``completed`` after the
+    ``submit-result`` of the submit that caused it when the order is ``ack_first``."""
+
+    __slots__ = ("_bus", "_deferred", "_fake", "_in_submit")
+
+    def __init__(self, bus: LocalEventBus, fake: FakeHost) -> None:
+        self._bus = bus
+        self._fake = fake
+        self._in_submit = 0
+        self._deferred: list[object] = []
+
+    def on(self, channel: str, handler: Handler) -> Unsubscribe:
+        if channel != SUBMIT:
+            return self._bus.on(channel, handler)
+
+        def on_submit(data: object) -> None:
+            self._in_submit += 1
+            try:
+                handler(data)
+            finally:
+                self._in_submit -= 1
+                self._flush()
+
+        return self._bus.on(channel, on_submit)
+
+    def emit(self, channel: str, data: object) -> None:
+        if channel == COMPLETED and self._in_submit and self._fake.order == "ack_first":
+            self._deferred.append(data)
+            return
+        self._bus.emit(channel, data)
+        if channel == SUBMIT_RESULT:
+            self._flush()
+
+    def _flush(self) -> None:
+        deferred, self._deferred = self._deferred, []
+        for data in deferred:
+            self._bus.emit(COMPLETED, data)
+
+
+class FakeHost:
+    """A Pi stand-in: opens forms, answers submits, lets its own user answer, ends sessions.
+
+    ``record=False`` (or ``max_records``) keeps long runs from accumulating records.
+    """
+
+    def __init__(
+        self,
+        *,
+        order: AckOrder = "completed_first",
+        present_single_as_multi: bool = False,
+        record: bool = True,
+        max_records: int | None = None,
+    ) -> None:
+        self.order: AckOrder = order
+        self.bus = LocalEventBus()
+        self._present_single_as_multi = present_single_as_multi
+        self._records: deque[RecordedEvent] = deque(maxlen=max_records)
+        self._transports: list[MemoryTransport] = []
+        if record:
+            for channel in CHANNELS:
+                self.bus.on(channel, self._recorder(channel))
+        self._host = self._new_host()
+
+    def _new_host(self) -> FlowHost:
+        return FlowHost(
+            _HostBus(self.bus, self), present_single_as_multi=self._present_single_as_multi
+        )
+
+    def _recorder(self, channel: str) -> Callable[[object], None]:
+        def record(data: object) -> None:
+            self._records.append(RecordedEvent(channel, msgspec.to_builtins(data)))
+
+        return record
+
+    # --- the host side ---
+
+    @property
+    def host(self) -> FlowHost:
+        """The ``FlowHost`` of the current session."""
+        return self._host
+
+    @property
+    def session_ended(self) -> bool:
+        return self._host.is_closed
+
+    def open(
+        self, params: object, *, tool_call_id: str | None = None, source: FlowSource = "tool"
+    ) -> FlowHandle:
+        """Open a form (``started`` is emitted before this returns)."""
+        return self._host.start(params, tool_call_id=tool_call_id, source=source)
+
+    def flow(self, flow_id: str) -> FlowHandle:
+        handle = self._host.get(flow_id)
+        if handle is None:
+            raise KeyError(f"no open flow {flow_id!r}")
+        return handle
+
+    def answer(self, flow: FlowHandle | str, response: Answer | Cancel | object) -> AskResult:
+        """The host's own user answers (or cancels) locally; emits ``completed``."""
+        handle = self.flow(flow) if isinstance(flow, str) else flow
+        wire = response.to_wire() if isinstance(response, (Answer, Cancel)) else response
+        return handle.complete(wire)
+
+    def cancel(self, flow: FlowHandle | str) -> AskResult:
+        """The host's own user cancels (Escape); emits ``completed`` with ``cancelled``."""
+        handle = self.flow(flow) if isinstance(flow, str) else flow
+        return handle.cancel()
+
+    def dispose(self, flow: FlowHandle | str) -> None:
+        """The form goes away without ``completed`` (UI closed or aborted)."""
+        handle = self.flow(flow) if isinstance(flow, str) else flow
+        handle.dispose()
+
+    def end_session(self) -> None:
+        """Session shutdown: open forms vanish without ``completed``, later submits get no
+        acknowledgement, and connected clients are told (as the relay would tell them)."""
+        self._host.close()
+        for transport in self._transports:
+            transport.end_session()
+
+    def new_session(self) -> None:
+        """Start a fresh session on the same bus (after ``end_session``)."""
+        if not self._host.is_closed:
+            self.end_session()
+        self._host = self._new_host()
+
+    def disconnect(self) -> None:
+        """Drop every client connection (the host itself keeps running)."""
+        transports, self._transports = self._transports, []
+        for transport in transports:
+            transport.disconnect()
+
+    def emit_raw(self, channel: str, data: object) -> None:
+        """Put any payload on the bus, e.g. a malformed or foreign one."""
+        self.bus.emit(channel, data)
+
+    # --- connecting bridges ---
+
+    def transport(self) -> MemoryTransport:
+        """A transport to this host; forms open when its client connects are replayed."""
+        transport = _FakeTransport(self.bus, self)
+        self._transports.append(transport)
+        return transport
+
+    def client(
+        self, *, request_id_prefix: str = "bridge", completed_memory: int = 1024
+    ) -> BridgeClient:
+        """A (not yet opened) ``BridgeClient``: ``async with host.client() as client``."""
+        return BridgeClient(
+            self.transport(),
+            request_id_prefix=request_id_prefix,
+            completed_memory=completed_memory,
+        )
+
+    def sync_client(self, *, timeout: float = 5.0) -> SyncBridgeClient:
+        """A (not yet started) ``SyncBridgeClient``: ``with host.sync_client() as client``."""
+        return SyncBridgeClient(self.transport(), timeout=timeout)
+
+    # --- assertions ---
+
+    @property
+    def events(self) -> tuple[RecordedEvent, ...]:
+        return tuple(self._records)
+
+    def recorded(self, channel: str) -> list[object]:
+        """The payloads seen on ``channel`` (decoded JSON), oldest first."""
+        return [event.data for event in self._records if event.channel == channel]
+
+    @property
+    def submits(self) -> list[object]:
+        return self.recorded(SUBMIT)
+
+    @property
+    def acks(self) -> list[object]:
+        return self.recorded(SUBMIT_RESULT)
+
+    @property
+    def completions(self) -> list[object]:
+        return self.recorded(COMPLETED)
+
+    def clear_records(self) -> None:
+        self._records.clear()
+
+
+class _FakeTransport(MemoryTransport):
+    """A memory transport that always replays the fake's *current* session."""
+
+    __slots__ = ("_fake",)
+
+    def __init__(self, bus: LocalEventBus, fake: FakeHost) -> None:
+        super().__init__(bus, fake.host)
+        self._fake = fake
+
+    async def open(self, listener: TransportListener) -> None:
+        self._host = self._fake.host
+        await super().open(listener)
+
+
+class ScriptedTransport:
+    """A transport driven by the test: ``deliver`` any payload, ``end`` the session.
+
+    Sent submits are kept in ``sent``; ``on_send`` (if set) runs inside ``send`` and may
+    deliver acknowledgements synchronously, as an in-process host does.
+    """
+
+    def __init__(
+        self, on_send: Callable[[ScriptedTransport, SubmitEvent], None] | None = None
+    ) -> None:
+        self.on_send = on_send
+        self.sent: list[SubmitEvent] = []
+        self._listener: TransportListener | None = None
+        self.closed = False
+
+    async def open(self, listener: TransportListener) -> None:
+        self._listener = listener
+
+    async def send(self, payload: SubmitEvent) -> None:
+        if self._listener is None:
+            raise ConnectionLost("disconnected", "the scripted transport is not open")
+        self.sent.append(payload)
+        if self.on_send is not None:
+            self.on_send(self, payload)
+
+    async def close(self) -> None:
+        self._listener = None
+        self.closed = True
+
+    def deliver(self, channel: str, data: object, *, replay: bool = False) -> None:
+        if self._listener is None:
+            raise RuntimeError("ScriptedTransport is not open")
+        self._listener.message(channel, data, replay=replay)
+
+    def end(self, reason: EndReason = "session_ended") -> None:
+        if self._listener is None:
+            raise RuntimeError("ScriptedTransport is not open")
+        self._listener.ended(reason)

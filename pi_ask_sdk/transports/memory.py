@@ -1,0 +1,102 @@
+"""``MemoryTransport``: a client on an in-process ``pi_ask_core.EventBus`` (tests, demos).
+
+It listens on the three host -> bridge channels and sends submits with
+``bus.emit("pi-agent-ask:submit", payload)``, as a trusted extension on ``pi.events`` does. A
+synchronous host (``FlowHost`` on ``LocalEventBus``) therefore acknowledges inside ``send``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import msgspec
+
+from pi_ask_core import (
+    COMPLETED,
+    STARTED,
+    SUBMIT,
+    SUBMIT_RESULT,
+    EventBus,
+    FlowHost,
+    SubmitEvent,
+)
+from pi_ask_sdk.errors import ConnectionLost
+
+from .base import EndReason, TransportListener
+
+__all__ = ["MemoryTransport"]
+
+_HOST_CHANNELS = (STARTED, COMPLETED, SUBMIT_RESULT)
+
+
+class MemoryTransport:
+    """A ``Transport`` over an in-process bus.
+
+    With ``host``, forms already open on that host when the client connects are delivered
+    first, marked ``replay`` (their ``createdAt`` is the replay time: the host keeps no start
+    time). ``end_session()`` / ``disconnect()`` tell the client what a socket transport would
+    learn from Pi; ``FakeHost`` calls them.
+    """
+
+    __slots__ = ("_bus", "_host", "_listener", "_unsubscribes")
+
+    def __init__(self, bus: EventBus, host: FlowHost | None = None) -> None:
+        self._bus = bus
+        self._host = host
+        self._listener: TransportListener | None = None
+        self._unsubscribes: list[Callable[[], None]] = []
+
+    @property
+    def is_open(self) -> bool:
+        return self._listener is not None
+
+    async def open(self, listener: TransportListener) -> None:
+        if self._listener is not None:
+            raise RuntimeError("MemoryTransport is already open")
+        self._listener = listener
+        for channel in _HOST_CHANNELS:
+            self._unsubscribes.append(self._bus.on(channel, self._deliver(channel)))
+        if self._host is not None and not self._host.is_closed:
+            # Forms already announced and still open, as the relay replays them; a flow whose
+            # ``started`` is still scheduled reaches the client live.
+            for handle in self._host.active_flows:
+                event = handle.started_event()
+                if event is not None:
+                    listener.message(STARTED, event, replay=True)
+
+    def _deliver(self, channel: str) -> Callable[[object], None]:
+        def handler(data: object) -> None:
+            listener = self._listener
+            if listener is not None:
+                listener.message(channel, data, replay=False)
+
+        return handler
+
+    async def send(self, payload: SubmitEvent) -> None:
+        if self._listener is None:
+            raise ConnectionLost("disconnected", "the memory transport is not open")
+        # Decoded-JSON shape, as a bridge on pi.events sends it.
+        self._bus.emit(SUBMIT, msgspec.to_builtins(payload))
+
+    async def close(self) -> None:
+        self._listener = None
+        unsubscribes, self._unsubscribes = self._unsubscribes, []
+        for unsubscribe in unsubscribes:
+            unsubscribe()
+
+    def end_session(self) -> None:
+        """Tell the client the Pi session ended (open forms vanished without ``completed``)."""
+        self._notify("session_ended")
+
+    def disconnect(self) -> None:
+        """Tell the client the connection is gone, then stop delivering."""
+        self._notify("disconnected")
+        self._listener = None
+        unsubscribes, self._unsubscribes = self._unsubscribes, []
+        for unsubscribe in unsubscribes:
+            unsubscribe()
+
+    def _notify(self, reason: EndReason) -> None:
+        listener = self._listener
+        if listener is not None:
+            listener.ended(reason)

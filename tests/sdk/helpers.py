@@ -1,0 +1,61 @@
+"""Small builders shared by the SDK tests."""
+
+from __future__ import annotations
+
+import msgspec
+
+from pi_ask_core import STARTED, StartedEvent
+from pi_ask_sdk import FlowView
+from pi_ask_sdk.testing import FakeHost
+
+
+def view_of(params: object, *, tool_call_id: str = "call-1") -> FlowView:
+    """The ``FlowView`` a bridge would get for ``params`` (via a real host's started event)."""
+    host = FakeHost()
+    host.open(params, tool_call_id=tool_call_id)
+    started = host.recorded(STARTED)[-1]
+    return FlowView.from_started(msgspec.convert(started, StartedEvent))
+
+
+def started_payload(flow_id: str = "tool:x", question_id: str = "deploy") -> dict[str, object]:
+    """A well-formed ``started`` payload as decoded JSON."""
+    return {
+        "version": 1,
+        "flowId": flow_id,
+        "toolCallId": flow_id.removeprefix("tool:"),
+        "source": "tool",
+        "questions": [
+            {
+                "id": question_id,
+                "label": "Deploy",
+                "prompt": "Deploy?",
+                "type": "single",
+                "required": False,
+                "options": [{"value": "yes", "label": "Yes"}, {"value": "no", "label": "No"}],
+            }
+        ],
+        "createdAt": 1,
+    }
+
+
+def completed_payload(flow_id: str = "tool:x") -> dict[str, object]:
+    return {
+        "version": 1,
+        "flowId": flow_id,
+        "source": "tool",
+        "result": {"cancelled": True, "mode": "submit", "questions": [], "answers": {}},
+        "completedAt": 2,
+    }
+
+
+def ack_payload(request_id: str, flow_id: str, *, ok: bool = True) -> dict[str, object]:
+    if ok:
+        return {"version": 1, "requestId": request_id, "flowId": flow_id, "ok": True}
+    return {
+        "version": 1,
+        "requestId": request_id,
+        "flowId": flow_id,
+        "ok": False,
+        "error": "invalid_answer",
+        "message": "nope",
+    }
