@@ -109,10 +109,11 @@ async def run_demo(
 ) -> int:
     """Run the demo; returns the process exit status (0 when the form completed)."""
     bus = LocalEventBus()
-    host = FlowHost(bus)
     if as_json:
+        # Subscribed before the host, so a submit is printed before what it causes.
         for channel in CHANNELS:
             bus.on(channel, _json_printer(channel, write))
+    host = FlowHost(bus)
     say: Write = (lambda text: None) if as_json else write
     say("pi-ask demo: pi_ask_core.FlowHost plays Pi's ask extension; a BridgeClient answers.\n")
     async with BridgeClient(MemoryTransport(bus, host), request_id_prefix="demo") as client:

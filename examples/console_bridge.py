@@ -1,0 +1,91 @@
+"""A console bridge: shows each form in the terminal and sends what the person picks.
+
+The person types an option's number; the bridge turns it into that option's *value* (taken from
+the started form) and sends the value. Typing "x" cancels the form, explicitly.
+
+Run against a running Pi (started with the relay extension):
+    python examples/console_bridge.py
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from pi_ask_sdk import AnswerBuilder, BridgeClient, Cancel, FlowView, QuestionView, Response
+
+Prompt = Callable[[str], str]
+Write = Callable[[str], None]
+
+
+def show(flow: FlowView, write: Write) -> None:
+    write(f"\n== {flow.title or 'Pi asks'} ({flow.flow_id})")
+    for question in flow.questions:
+        write(f"{question.label}: {question.prompt}")
+        for option in question.options:
+            star = " *" if option.recommended else ""
+            write(f"  {option.position}. {option.label}{star}")
+
+
+def pick(question: QuestionView, prompt: Prompt, write: Write) -> list[int] | None:
+    """Option numbers the person chose, or None for cancel."""
+    many = "numbers, comma-separated" if question.multi else "a number"
+    while True:
+        text = prompt(f"{question.label} ({many}, x to cancel): ").strip()
+        if text == "x":
+            return None
+        try:
+            numbers = [int(part) for part in text.split(",") if part.strip()]
+        except ValueError:
+            write("  please type option numbers")
+            continue
+        if all(1 <= n <= len(question.options) for n in numbers) and (
+            question.multi or len(numbers) <= 1
+        ):
+            return numbers
+        write(f"  choose {many} between 1 and {len(question.options)}")
+
+
+def ask(flow: FlowView, prompt: Prompt = input, write: Write = print) -> Response:
+    show(flow, write)
+    builder = AnswerBuilder(flow)
+    for question in flow.questions:
+        numbers = pick(question, prompt, write)
+        if numbers is None:
+            return Cancel.of(flow)
+        # The number is only how the person points; what is sent is the option's value.
+        builder.select(question, *(question.options[n - 1].value for n in numbers))
+    return builder.build()
+
+
+async def serve(
+    client: BridgeClient,
+    prompt: Prompt = input,
+    write: Write = print,
+    *,
+    limit: int | None = None,
+) -> int:
+    """Answer forms as they open; returns how many were accepted."""
+    accepted = handled = 0
+    async for flow in client.flows():
+        # input() blocks: ask in a worker thread so the connection keeps being served.
+        response = await asyncio.to_thread(ask, flow, prompt, write)
+        outcome = await client.respond(flow, response, timeout=10)
+        if outcome.kind == "accepted":
+            accepted += 1
+            write("sent.")
+        else:
+            write(f"refused: {outcome.error}: {outcome.message}")
+        handled += 1
+        if limit is not None and handled >= limit:
+            break
+    return accepted
+
+
+async def main() -> None:
+    async with BridgeClient.connect() as client:
+        await serve(client)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,157 @@
+"""Every example bridge, run against FakeHost (no Pi): what it sends is what its docs promise."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from pi_ask_sdk.testing import FakeHost
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+RELEASE = {
+    "questions": [
+        {
+            "id": "deploy",
+            "prompt": "Deploy?",
+            "options": [
+                {"value": "yes", "label": "No way"},  # a label that lies: only values count
+                {"value": "no", "label": "Yes"},
+            ],
+        },
+        {
+            "id": "run_tests",
+            "prompt": "Run tests?",
+            "options": [{"value": "yes", "label": "Yes"}, {"value": "no", "label": "No"}],
+        },
+        {
+            "id": "notify",
+            "prompt": "Notify?",
+            "type": "multi",
+            "options": [
+                {"value": "oncall", "label": "On-call"},
+                {"value": "team", "label": "Team"},
+            ],
+        },
+    ]
+}
+
+
+def load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def policy() -> ModuleType:
+    return load("policy_bridge")
+
+
+@pytest.fixture(scope="module")
+def console() -> ModuleType:
+    return load("console_bridge")
+
+
+@pytest.mark.asyncio
+async def test_policy_bridge_answers_with_its_rule_values(policy: ModuleType) -> None:
+    host = FakeHost()
+    async with host.client() as client:
+        handle = host.open(RELEASE, tool_call_id="call-1")
+        [outcome] = await policy.serve(client, limit=1, timeout=5)
+    assert outcome.kind == "accepted"
+    result = handle.result
+    assert result is not None
+    assert not result.cancelled
+    assert {q: a.values for q, a in result.answers.items()} == {
+        "deploy": ["no"],
+        "run_tests": ["yes"],
+        "notify": ["oncall"],
+    }
+    assert result.answers["deploy"].labels == ["Yes"]  # the label of value "no": never read
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("form", "reason"),
+    [
+        (
+            {
+                "questions": [
+                    {
+                        "id": "format_disk",
+                        "prompt": "Format?",
+                        "options": [{"value": "yes", "label": "Yes"}],
+                    }
+                ]
+            },
+            'no rule for question "format_disk"',
+        ),
+        (
+            {
+                "questions": [
+                    {
+                        "id": "deploy",
+                        "prompt": "Deploy?",
+                        "options": [{"value": "ship", "label": "no"}],
+                    }
+                ]
+            },
+            "not options of this form",
+        ),
+    ],
+)
+async def test_policy_bridge_fails_closed_with_an_explicit_cancel(
+    policy: ModuleType, form: dict[str, object], reason: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    host = FakeHost()
+    async with host.client() as client:
+        handle = host.open(form, tool_call_id="call-2")
+        [outcome] = await policy.serve(client, limit=1, timeout=5)
+    assert outcome.kind == "accepted"
+    assert outcome.ticket.response_kind == "cancel"
+    assert handle.result is not None
+    assert handle.result.cancelled
+    assert reason in caplog.text
+    [submit] = host.submits
+    assert isinstance(submit, dict)
+    assert submit["response"] == {"kind": "cancel"}
+
+
+@pytest.mark.asyncio
+async def test_console_bridge_sends_the_values_of_the_numbers_typed(console: ModuleType) -> None:
+    host = FakeHost()
+    typed = iter(["2", "1", "2,1"])
+    shown: list[str] = []
+    async with host.client() as client:
+        handle = host.open(RELEASE, tool_call_id="call-3")
+        accepted = await console.serve(client, lambda _: next(typed), shown.append, limit=1)
+    assert accepted == 1
+    assert handle.result is not None
+    assert {q: a.values for q, a in handle.result.answers.items()} == {
+        "deploy": ["no"],
+        "run_tests": ["yes"],
+        "notify": ["team", "oncall"],
+    }
+    assert any("Yes" in line for line in shown)
+
+
+@pytest.mark.asyncio
+async def test_console_bridge_cancels_only_when_asked(console: ModuleType) -> None:
+    host = FakeHost()
+    typed = iter(["9", "yes", "x"])  # out of range, a value typed as text, then cancel
+    shown: list[str] = []
+    async with host.client() as client:
+        handle = host.open(RELEASE, tool_call_id="call-4")
+        await console.serve(client, lambda _: next(typed), shown.append, limit=1)
+    assert handle.result is not None
+    assert handle.result.cancelled
+    assert sum("between 1 and 2" in line or "option numbers" in line for line in shown) == 2
