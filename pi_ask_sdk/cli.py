@@ -1,4 +1,7 @@
-"""The ``pi-ask`` command: ``demo | watch | answer | relay-path | schema | doctor``."""
+"""The ``pi-ask`` command: ``demo | watch | answer | relay-path | schema | doctor``.
+
+Each subcommand imports what it needs when it runs, so ``pi-ask --help`` stays fast.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +10,8 @@ import asyncio
 import json
 import sys
 from collections.abc import Sequence
+
+from pi_ask_core import PiAskError
 
 __all__ = ["main"]
 
@@ -31,6 +36,41 @@ def _cmd_relay_path(args: argparse.Namespace) -> int:
     return 0
 
 
+def _relay_args(parser: argparse.ArgumentParser) -> None:
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--pid", type=int, help="the Pi process to connect to")
+    which.add_argument("--socket", help="the relay socket to connect to")
+
+
+def _cmd_watch(args: argparse.Namespace) -> int:
+    from .watch import watch
+
+    return asyncio.run(watch(as_json=args.json, duration=args.duration))
+
+
+def _cmd_answer(args: argparse.Namespace) -> int:
+    from .client import BridgeClient
+    from .console import answer_forms
+    from .transports.relay import discover
+
+    async def run() -> int:
+        client = BridgeClient.connect(
+            lambda: discover(pid=args.pid, path=args.socket), request_id_prefix="pi-ask-answer"
+        )
+        async with client:
+            print(f"answering forms of Pi (Ctrl-C stops); open now: {len(client.open_flows)}")
+            await answer_forms(client, limit=args.count)
+        return 0
+
+    return asyncio.run(run())
+
+
+def _cmd_doctor(args: argparse.Namespace) -> int:
+    from .doctor import doctor
+
+    return doctor()
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="pi-ask",
@@ -52,6 +92,23 @@ def _parser() -> argparse.ArgumentParser:
         "relay-path", help='print the relay extension\'s path: pi -e "$(pi-ask relay-path)"'
     )
     relay_path.set_defaults(run=_cmd_relay_path)
+
+    watch = commands.add_parser("watch", help="print live events from every running relay")
+    watch.add_argument("--json", action="store_true", help="one JSON object per line")
+    watch.add_argument("--duration", type=float, help="stop after this many seconds")
+    watch.set_defaults(run=_cmd_watch)
+
+    answer = commands.add_parser(
+        "answer", help="answer a running Pi's forms in this terminal, with explicit values"
+    )
+    _relay_args(answer)
+    answer.add_argument("--count", type=int, help="stop after this many forms")
+    answer.set_defaults(run=_cmd_answer)
+
+    doctor = commands.add_parser(
+        "doctor", help="check node, Pi, the relay extension, relay directory and sockets"
+    )
+    doctor.set_defaults(run=_cmd_doctor)
     return parser
 
 
@@ -61,6 +118,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         status: int = args.run(args)
     except KeyboardInterrupt:
         return 130
+    except PiAskError as error:
+        # Typed errors (no relay running, unsafe socket dir, ...) are messages, not tracebacks.
+        print(f"pi-ask {args.command}: {error}", file=sys.stderr)
+        return 2
     return status
 
 

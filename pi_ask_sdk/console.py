@@ -8,14 +8,16 @@ Cancelling is its own explicit command, never inferred from what was typed.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 
+from .client import BridgeClient
 from .errors import BridgeError
 from .forms import FlowView, OptionValue, QuestionView
-from .render import render_question
+from .render import render_flow, render_outcome, render_question
 from .responses import AnswerBuilder, Cancel, Response
 
-__all__ = ["CancelRequested", "ask_person", "parse_choice"]
+__all__ = ["CancelRequested", "answer_forms", "ask_person", "parse_choice"]
 
 Prompt = Callable[[str], str]
 Write = Callable[[str], None]
@@ -99,3 +101,40 @@ def ask_person(flow: FlowView, prompt: Prompt = input, write: Write = print) -> 
     if choice in ("c", "!cancel"):
         return Cancel.of(flow)
     return builder.mode("elaborate" if choice == "e" else "submit").build()
+
+
+async def answer_forms(
+    client: BridgeClient,
+    prompt: Prompt = input,
+    write: Write = print,
+    *,
+    limit: int | None = None,
+    timeout: float = 30.0,
+) -> int:
+    """``pi-ask answer``: ask the person for each form as it opens and submit their choice.
+
+    A form the host refuses as ``invalid_answer`` is still open and is asked again. Returns how
+    many forms were answered (accepted). ``limit`` stops after that many forms.
+    """
+    handled = accepted = 0
+    async for flow in client.flows():
+        write(render_flow(flow))
+        while True:
+            # input() blocks: ask in a worker thread so the connection keeps being served.
+            response = await asyncio.to_thread(ask_person, flow, prompt, write)
+            try:
+                outcome = await client.respond(flow, response, timeout=timeout)
+            except BridgeError as error:
+                write(f"! {error}")
+                break
+            write(render_outcome(outcome))
+            if outcome.kind == "accepted":
+                accepted += 1
+                break
+            if not outcome.flow_still_open:
+                break
+            write("the form is still open; answer it again")
+        handled += 1
+        if limit is not None and handled >= limit:
+            break
+    return accepted

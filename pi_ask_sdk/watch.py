@@ -1,0 +1,109 @@
+"""``pi-ask watch``: live events from every running relay, as text or JSON lines.
+
+One ``RelayTransport`` per running Pi; relays that appear later are picked up by polling the
+relay directory (there is no event for a new socket). Watching sends nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import msgspec
+
+from pi_ask_core import COMPLETED, STARTED, CompletedEvent, PiAskError, StartedEvent
+
+from .forms import FlowId, FlowView
+from .outcomes import FlowCompleted
+from .render import render_completed, render_flow
+from .transports.base import EndReason
+from .transports.relay import RelayTransport, discover_relays
+
+__all__ = ["EventPrinter", "watch"]
+
+Write = Callable[[str], None]
+
+
+class EventPrinter:
+    """A ``TransportListener`` that prints what one relay delivers."""
+
+    def __init__(self, pid: int, write: Write, *, as_json: bool) -> None:
+        self.pid = pid
+        self._write = write
+        self._json = as_json
+
+    def message(self, channel: str, data: object, *, replay: bool = False) -> None:
+        if self._json:
+            payload = msgspec.to_builtins(data)
+            line = {"pid": self.pid, "channel": channel, "replay": replay, "data": payload}
+            self._write(json.dumps(line, ensure_ascii=False))
+            return
+        self._write(f"[pi {self.pid}] " + _describe(channel, data, replay))
+
+    def ended(self, reason: EndReason) -> None:
+        if self._json:
+            self._write(json.dumps({"pid": self.pid, "ended": reason}))
+        else:
+            self._write(f"[pi {self.pid}] {reason.replace('_', ' ')}")
+
+
+def _describe(channel: str, data: object, replay: bool) -> str:
+    try:
+        if channel == STARTED:
+            event = msgspec.convert(msgspec.to_builtins(data), StartedEvent)
+            return render_flow(FlowView.from_started(event, replay=replay))
+        if channel == COMPLETED:
+            done = msgspec.convert(msgspec.to_builtins(data), CompletedEvent)
+            return render_completed(
+                FlowCompleted(
+                    flow_id=FlowId(done.flow_id),
+                    tool_call_id=None,
+                    source=done.source,
+                    result=done.result,
+                    completed_at=done.completed_at,
+                )
+            )
+    except msgspec.ValidationError as error:
+        return f"{channel}: malformed payload ({error})"
+    return f"{channel}: {json.dumps(msgspec.to_builtins(data), ensure_ascii=False)}"
+
+
+async def watch(
+    write: Write = print,
+    *,
+    as_json: bool = False,
+    directory: Path | None = None,
+    poll: float = 1.0,
+    duration: float | None = None,
+) -> int:
+    """Print events from every relay until cancelled (or for ``duration`` seconds)."""
+    watching: dict[Path, RelayTransport] = {}
+    loop = asyncio.get_running_loop()
+    deadline = None if duration is None else loop.time() + duration
+    if not as_json:
+        write(f"watching relays in {directory or 'the default relay directory'} (Ctrl-C stops)")
+    try:
+        while deadline is None or loop.time() < deadline:
+            for info in discover_relays(directory):
+                if info.path in watching:
+                    continue
+                transport = RelayTransport(path=info.path)
+                try:
+                    await transport.open(EventPrinter(info.pid, write, as_json=as_json))
+                except (OSError, PiAskError) as error:
+                    write(f"[pi {info.pid}] cannot connect: {error}")
+                    continue
+                watching[info.path] = transport
+            for path, transport in list(watching.items()):
+                if not transport.is_connected and not path.exists():
+                    del watching[path]
+                    await transport.close()
+            await asyncio.sleep(poll if deadline is None else min(poll, deadline - loop.time()))
+    finally:
+        for transport in watching.values():
+            with contextlib.suppress(Exception):
+                await transport.close()
+    return 0
