@@ -129,6 +129,13 @@ class ClientStream(Generic[T]):
 
     async def next(self, *, timeout: float) -> T:
         """The next item, waiting at most ``timeout`` seconds (``WaitTimeout`` after that)."""
+        if not self._queue.empty():
+            # Ready now: no timer. (On 3.12+ wait_for schedules one even for a ready item, and
+            # a loop that never idles keeps every cancelled timer until it next runs.)
+            item = self._queue.get_nowait()
+            if not isinstance(item, _StreamEnd):
+                return item
+            raise ConnectionLost(item.reason, "the stream has ended")
         try:
             return await asyncio.wait_for(self.__anext__(), timeout)
         except asyncio.TimeoutError:
