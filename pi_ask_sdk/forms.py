@@ -9,9 +9,9 @@ what is sent.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import NewType
 
+import msgspec
 from msgspec import UnsetType
 
 from pi_ask_core import AskOption, AskQuestion, FlowSource, QuestionType, StartedEvent
@@ -32,8 +32,7 @@ def _opt(value: str | UnsetType) -> str | None:
     return None if isinstance(value, UnsetType) else value
 
 
-@dataclass(frozen=True, slots=True)
-class OptionView:
+class OptionView(msgspec.Struct, frozen=True):
     """One option of a question. Only ``value`` is ever sent; the rest is for display."""
 
     question_id: QuestionId
@@ -59,8 +58,7 @@ class OptionView:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class QuestionView:
+class QuestionView(msgspec.Struct, frozen=True):
     """One question of a started form.
 
     ``type`` is what the host validates answers against (``multi`` takes several values;
@@ -74,12 +72,6 @@ class QuestionView:
     requested_type: QuestionType
     required: bool
     options: tuple[OptionView, ...]
-    _by_value: dict[str, OptionView] = field(
-        init=False, repr=False, compare=False, hash=False, default_factory=dict
-    )
-
-    def __post_init__(self) -> None:
-        self._by_value.update((option.value, option) for option in self.options)
 
     @classmethod
     def from_wire(cls, question: AskQuestion) -> QuestionView:
@@ -116,21 +108,22 @@ class QuestionView:
 
         A label never matches, even when no option has that value.
         """
-        found = self._by_value.get(value)
-        if found is None:
-            raise UnknownOption(self.id, value, self._by_value)
-        return found
+        # A linear scan: forms have a handful of options, and no index keeps the view a plain,
+        # cheap-to-create Struct.
+        for option in self.options:
+            if option.value == value:
+                return option
+        raise UnknownOption(self.id, value, self.values)
 
     def value(self, value: str) -> OptionValue:
         """``value`` checked against this question's option values, typed as an ``OptionValue``."""
         return self.option(value).value
 
     def has_value(self, value: str) -> bool:
-        return value in self._by_value
+        return any(option.value == value for option in self.options)
 
 
-@dataclass(frozen=True, slots=True)
-class FlowView:
+class FlowView(msgspec.Struct, frozen=True):
     """A started form, as a bridge sees it.
 
     ``replay`` is true when the transport announced a form that was already open when the
@@ -144,12 +137,6 @@ class FlowView:
     created_at: float
     questions: tuple[QuestionView, ...]
     replay: bool = False
-    _by_id: dict[str, QuestionView] = field(
-        init=False, repr=False, compare=False, hash=False, default_factory=dict
-    )
-
-    def __post_init__(self) -> None:
-        self._by_id.update((question.id, question) for question in self.questions)
 
     @classmethod
     def from_started(cls, event: StartedEvent, *, replay: bool = False) -> FlowView:
@@ -169,13 +156,13 @@ class FlowView:
 
     def question(self, question_id: str) -> QuestionView:
         """The question with exactly this id; raises ``UnknownQuestion`` naming it otherwise."""
-        found = self._by_id.get(question_id)
-        if found is None:
-            raise UnknownQuestion(self.flow_id, question_id, self._by_id)
-        return found
+        for question in self.questions:
+            if question.id == question_id:
+                return question
+        raise UnknownQuestion(self.flow_id, question_id, self.question_ids)
 
     def has_question(self, question_id: str) -> bool:
-        return question_id in self._by_id
+        return any(question.id == question_id for question in self.questions)
 
     def same_form(self, other: FlowView) -> bool:
         """Same flow and same form, ignoring ``created_at`` and ``replay``."""

@@ -8,8 +8,9 @@ mypy: ``SubmitOutcome = SubmitAccepted | SubmitRejected`` and
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
 from typing import Literal, TypeAlias, final
+
+import msgspec
 
 from pi_ask_core import AskResult, FlowSource, SubmitErrorCode, SubmitResultEvent
 
@@ -29,8 +30,7 @@ __all__ = [
 
 
 @final
-@dataclass(frozen=True, slots=True)
-class FlowStarted:
+class FlowStarted(msgspec.Struct, frozen=True):
     """A form opened (or, with ``flow.replay``, was already open when the client connected)."""
 
     flow: FlowView
@@ -38,8 +38,7 @@ class FlowStarted:
 
 
 @final
-@dataclass(frozen=True, slots=True)
-class FlowCompleted:
+class FlowCompleted(msgspec.Struct, frozen=True):
     """A form resolved: answered, elaborated or cancelled (``result.cancelled``).
 
     ``flow`` is the started form when this client saw it; ``None`` when ``completed`` arrived
@@ -56,8 +55,7 @@ class FlowCompleted:
 
 
 @final
-@dataclass(frozen=True, slots=True)
-class SessionEnded:
+class SessionEnded(msgspec.Struct, frozen=True):
     """The Pi session ended or the connection dropped: every open flow is gone, without
     ``completed``. After ``disconnected`` the client's streams end."""
 
@@ -85,23 +83,25 @@ class PendingSubmit:
         self.flow_id = flow_id
         self.future = future
         self.completion: FlowCompleted | None = None
+
+    def __repr__(self) -> str:
+        state = "done" if self.future.done() else "waiting"
+        return f"<PendingSubmit {self.request_id!r} {state}>"
         self.flow: FlowView | None = None  # the open form, kept from acceptance to completion
 
 
 @final
-@dataclass(frozen=True, slots=True)
-class SubmitTicket:
+class SubmitTicket(msgspec.Struct, frozen=True):
     """Proof that a submit was sent; pass it to ``BridgeClient.await_result``."""
 
     request_id: str
     flow_id: FlowId
     response_kind: Literal["answer", "cancel"]
-    _pending: PendingSubmit = field(repr=False, compare=False, hash=False)
+    _pending: PendingSubmit
 
 
 @final
-@dataclass(frozen=True, slots=True)
-class SubmitAccepted:
+class SubmitAccepted(msgspec.Struct, frozen=True):
     """The host accepted the submit (``ok: true``); the flow is complete.
 
     ``completion`` is the flow's ``completed`` event when the client has seen it by the time the
@@ -114,8 +114,7 @@ class SubmitAccepted:
 
 
 @final
-@dataclass(frozen=True, slots=True)
-class SubmitRejected:
+class SubmitRejected(msgspec.Struct, frozen=True):
     """The host refused the submit (``ok: false``) with one of the spec's codes.
 
     After ``invalid_answer`` or ``invalid_request`` the flow is unchanged and may be answered

@@ -14,9 +14,9 @@ form when bound.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from typing import Literal, TypeAlias, final
 
+import msgspec
 from msgspec import UNSET
 from typing_extensions import Self
 
@@ -41,8 +41,7 @@ __all__ = [
 
 
 @final
-@dataclass(frozen=True, slots=True)
-class QuestionAnswer:
+class QuestionAnswer(msgspec.Struct, frozen=True):
     """The answer to one question. ``option_notes`` pairs are (option value, note)."""
 
     values: tuple[OptionValue, ...] = ()
@@ -60,8 +59,7 @@ class QuestionAnswer:
 
 
 @final
-@dataclass(frozen=True, slots=True)
-class Answer:
+class Answer(msgspec.Struct, frozen=True):
     """An answer for one flow. It replaces the host's whole answer set: questions not listed
     end up unanswered. Build it with ``AnswerBuilder`` so it is checked against the form."""
 
@@ -80,8 +78,7 @@ class Answer:
 
 
 @final
-@dataclass(frozen=True, slots=True)
-class Cancel:
+class Cancel(msgspec.Struct, frozen=True):
     """An explicit cancel of one flow: the only way the SDK ever sends ``kind: "cancel"``."""
 
     flow_id: FlowId
@@ -239,8 +236,7 @@ class AnswerBuilder:
 
 
 @final
-@dataclass(frozen=True, slots=True)
-class SelectOption:
+class SelectOption(msgspec.Struct, frozen=True):
     """A button that selects one option *value* (never a label) of one question."""
 
     question_id: str
@@ -249,8 +245,7 @@ class SelectOption:
 
 
 @final
-@dataclass(frozen=True, slots=True)
-class CancelFlow:
+class CancelFlow(msgspec.Struct, frozen=True):
     """A button that explicitly cancels the flow."""
 
     kind: Literal["cancel"] = "cancel"

@@ -70,7 +70,7 @@ def test_views_are_read_only(flow: FlowView) -> None:
 
 
 def test_same_form_ignores_created_at_and_replay(flow: FlowView) -> None:
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     again = replace(flow, created_at=flow.created_at + 5, replay=True)
     assert flow.same_form(again)

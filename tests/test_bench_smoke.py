@@ -1,0 +1,61 @@
+"""The benchmarks keep working: ``--quick`` runs print each of their figure lines.
+
+Only the shape of the figures is checked, never the targets (timings vary by machine), so the
+exit status is ignored unless the script crashed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+_NUMBER = r"[+-]?[\d,]+(?:\.\d+)?"
+
+FIGURES = {
+    "core.py": [
+        rf"^3-question form, valid submits: +{_NUMBER} us/submit \({_NUMBER}/s",
+        rf"^  floor msgspec\.json\.decode: +{_NUMBER} us +ratio +{_NUMBER}x",
+        rf"^spec examples, valid mix: +{_NUMBER} us/submit +floor +{_NUMBER} us",
+        rf"^spec examples, invalid mix: +{_NUMBER} us/submit +floor +{_NUMBER} us",
+        rf"^import msgspec +{_NUMBER} ms, import pi_ask_core +{_NUMBER} ms: ratio {_NUMBER}x",
+        r"^(targets met|TARGETS MISSED)$",
+    ],
+    "sdk.py": [
+        rf"^client submit \+ await_result: +{_NUMBER} us/round trip \({_NUMBER}/s",
+        rf"^  floor bus\.emit\(SUBMIT\) to host: +{_NUMBER} us +overhead +{_NUMBER} us/round trip"
+        rf" +ratio +{_NUMBER}x",
+        rf"^import pi_ask_sdk: +{_NUMBER} ms +floor import msgspec, asyncio +{_NUMBER} ms"
+        rf" +ratio {_NUMBER} \(target < 1\.3\) (met|MISSED)",
+        r"^  largest self import times \(ms\): +pi_ask_",
+        rf"^retained after {_NUMBER} flows: +{_NUMBER} gc objects, {_NUMBER} B traced"
+        r" .*(met|MISSED)$",
+    ],
+}
+
+
+@pytest.mark.parametrize("script", sorted(FIGURES))
+def test_quick_run_prints_its_figures(script: str) -> None:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / script), "--quick"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=300,
+    )
+    # 0: targets met, 1: a target missed (an uncaught exception also exits 1: see stderr).
+    crashed = done.returncode not in (0, 1) or "Traceback" in done.stderr
+    assert not crashed, f"{script} crashed:\n{done.stdout}\n{done.stderr}"
+    lines = done.stdout.splitlines()
+    for pattern in FIGURES[script]:
+        assert any(re.search(pattern, line) for line in lines), (
+            f"{script} --quick printed no line matching {pattern!r}:\n{done.stdout}"
+        )
