@@ -1,0 +1,126 @@
+"""A relay server in Python, speaking the relay's wire protocol 1 over a real Unix socket.
+
+Behind it sits a real ``pi_ask_core.FlowHost`` on a ``LocalEventBus``, so submits are resolved
+as the extension does. It lets the RelayTransport's own behaviour (framing, replay, session
+end, reconnect, bad lines) be tested fast and on every Python; the real relay and a real Pi are
+exercised by tests/integration.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from pi_ask_core import CHANNELS, SUBMIT, FlowHandle, FlowHost, LocalEventBus
+
+
+class FakeRelay:
+    def __init__(self, directory: Path, *, pid: int | None = None) -> None:
+        self.directory = directory
+        self.pid = os.getpid() if pid is None else pid
+        self.path = directory / f"pi-{self.pid}.sock"
+        self.bus = LocalEventBus()
+        self.host = FlowHost(self.bus)
+        self.writers: list[asyncio.StreamWriter] = []
+        self.received: list[Any] = []
+        self.hello_extra: dict[str, object] = {}
+        self._server: asyncio.AbstractServer | None = None
+        self._open: dict[str, object] = {}
+        self._connected = asyncio.Event()
+        for channel in CHANNELS:
+            if channel != SUBMIT:
+                self.bus.on(channel, self._forward(channel))
+
+    async def start(self) -> None:
+        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(self.directory, 0o700)
+        self._server = await asyncio.start_unix_server(self._serve, path=str(self.path))
+        os.chmod(self.path, 0o600)
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            for writer in self.writers:
+                writer.close()
+            self.writers.clear()
+            await self._server.wait_closed()
+            self._server = None
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+
+    async def wait_connected(self, count: int = 1, timeout: float = 5.0) -> None:
+        async def enough() -> None:
+            while len(self.writers) < count:
+                self._connected.clear()
+                await self._connected.wait()
+
+        await asyncio.wait_for(enough(), timeout)
+
+    def open_form(self, params: object, tool_call_id: str) -> FlowHandle:
+        return self.host.start(params, tool_call_id=tool_call_id)
+
+    def send_line(self, line: bytes) -> None:
+        for writer in self.writers:
+            writer.write(line)
+
+    async def end_session(self, reason: str = "new") -> None:
+        """session_end to every client, close, then listen again with a fresh host."""
+        self.send_line(json.dumps({"type": "session_end", "reason": reason}).encode() + b"\n")
+        for writer in self.writers:
+            await writer.drain()
+        self.host.close()
+        self._open.clear()
+        await self.stop()
+        self.host = FlowHost(self.bus)
+        await self.start()
+
+    def _forward(self, channel: str) -> Any:
+        def forward(data: object) -> None:
+            payload = msgspec.to_builtins(data)
+            if channel == "pi-agent-ask:started":
+                self._open[payload["flowId"]] = payload
+            elif channel == "pi-agent-ask:completed":
+                self._open.pop(payload["flowId"], None)
+            event = {"type": "event", "channel": channel, "data": payload, "replay": False}
+            self.send_line(json.dumps(event).encode() + b"\n")
+
+        return forward
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        hello = {
+            "type": "hello",
+            "protocol": 1,
+            "pid": self.pid,
+            "cwd": "/fake",
+            "piVersion": "fake",
+            "socket": str(self.path),
+            **self.hello_extra,
+        }
+        writer.write(json.dumps(hello).encode() + b"\n")
+        for payload in self._open.values():
+            event = {
+                "type": "event",
+                "channel": "pi-agent-ask:started",
+                "data": payload,
+                "replay": True,
+            }
+            writer.write(json.dumps(event).encode() + b"\n")
+        self.writers.append(writer)
+        self._connected.set()
+        try:
+            while line := await reader.readline():
+                message = json.loads(line)
+                self.received.append(message)
+                if message.get("type") == "emit" and message.get("channel") == SUBMIT:
+                    self.bus.emit(SUBMIT, message["data"])
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            if writer in self.writers:
+                self.writers.remove(writer)

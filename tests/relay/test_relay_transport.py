@@ -1,0 +1,202 @@
+"""RelayTransport against a Python relay on a real Unix socket (fast; no Pi needed)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+
+from pi_ask_sdk import AnswerBuilder, BridgeClient, ConnectionLost
+from pi_ask_sdk.transports.relay import (
+    AmbiguousRelay,
+    NoRelayFound,
+    RelayTransport,
+    UnsafeRelayPath,
+    discover_relays,
+    resolve_relay,
+)
+
+from .fake_relay import FakeRelay
+
+FORM = {
+    "title": "Deploy\u2028now?",
+    "questions": [
+        {
+            "id": "deploy",
+            "prompt": "Deploy?",
+            "options": [{"value": "yes", "label": "Yes"}, {"value": "no", "label": "No"}],
+        }
+    ],
+}
+T = 5.0
+
+
+@pytest_asyncio.fixture
+async def relay(tmp_path: Path) -> AsyncIterator[FakeRelay]:
+    server = FakeRelay(tmp_path / "relays")
+    await server.start()
+    yield server
+    await server.stop()
+
+
+def dead_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait(timeout=30)
+    return child.pid
+
+
+@pytest.mark.asyncio
+async def test_a_form_is_answered_end_to_end(relay: FakeRelay) -> None:
+    async with BridgeClient(RelayTransport(relay.path)) as client:
+        flows = client.flows()
+        relay.open_form(FORM, "call-1")
+        flow = await flows.next(timeout=T)
+        assert flow.title == "Deploy\u2028now?"  # U+2028 inside JSON survives the framing
+        deploy = flow.question("deploy")
+        bad = AnswerBuilder(flow).select(deploy, deploy.value("yes")).build()
+        outcome = await client.respond(flow, bad, timeout=T)
+        assert outcome.kind == "accepted"
+    [message] = relay.received
+    assert message["type"] == "emit"
+    assert message["channel"] == "pi-agent-ask:submit"
+    assert message["data"]["response"] == {
+        "kind": "answer",
+        "mode": "submit",
+        "answers": {"deploy": {"values": ["yes"]}},
+    }
+
+
+@pytest.mark.asyncio
+async def test_forms_open_before_connecting_are_replayed(relay: FakeRelay) -> None:
+    relay.open_form(FORM, "call-early")
+    async with BridgeClient(RelayTransport(relay.path)) as client:
+        assert list(client.open_flows) == ["tool:call-early"]
+        flow = await client.flows().next(timeout=T)
+        assert flow.replay
+
+
+@pytest.mark.asyncio
+async def test_bad_lines_from_the_relay_are_skipped(relay: FakeRelay) -> None:
+    transport = RelayTransport(relay.path, max_line_bytes=4096)
+    async with BridgeClient(transport) as client:
+        flows = client.flows()
+        await relay.wait_connected()
+        relay.send_line(b"{not json\n")
+        relay.send_line(b'{"type":"surprise"}\n')
+        relay.send_line(b'{"type":"event","channel":"pi-agent-ask:started","data":{"version":1}}\n')
+        relay.send_line(
+            b'{"type":"event","channel":"pi-agent-ask:started","data":"' + b"x" * 10_000 + b'"}\n'
+        )
+        relay.send_line(b'{"type":"error","code":"bad_json","message":"you sent junk"}\n')
+        relay.open_form(FORM, "call-2")
+        flow = await flows.next(timeout=T)
+        assert flow.flow_id == "tool:call-2"
+        assert transport.is_connected
+
+
+@pytest.mark.asyncio
+async def test_session_end_fails_pending_waits_and_reconnects(relay: FakeRelay) -> None:
+    transport = RelayTransport(relay.path)
+    async with BridgeClient(transport) as client:
+        flows = client.flows()
+        events = client.events()
+        relay.open_form(FORM, "call-3")
+        flow = await flows.next(timeout=T)
+        relay.host.close()  # the host goes quiet: this submit will never be acknowledged
+        deploy = flow.question("deploy")
+        ticket = await client.submit(
+            flow, AnswerBuilder(flow).select(deploy, deploy.value("no")).build()
+        )
+        await relay.end_session("new")
+        with pytest.raises(ConnectionLost):
+            await client.await_result(ticket, timeout=T)
+        kinds = [(await events.next(timeout=T)).kind for _ in range(2)]
+        assert kinds == ["started", "session_ended"]
+        await relay.wait_connected()
+        relay.open_form(FORM, "call-4")  # a form of the next session reaches the same client
+        again = await flows.next(timeout=T)
+        assert again.flow_id == "tool:call-4"
+        assert transport.connections == 2
+
+
+@pytest.mark.asyncio
+async def test_pi_exiting_disconnects_and_ends_the_streams(tmp_path: Path) -> None:
+    relay = FakeRelay(tmp_path / "relays", pid=dead_pid())
+    await relay.start()
+    transport = RelayTransport(relay.path)
+    async with BridgeClient(transport) as client:
+        flows = client.flows()
+        relay.open_form(FORM, "call-5")
+        flow = await flows.next(timeout=T)
+        relay.host.close()
+        deploy = flow.question("deploy")
+        ticket = await client.submit(
+            flow, AnswerBuilder(flow).select(deploy, deploy.value("no")).build()
+        )
+        await relay.stop()  # the socket goes away with its (dead) Pi
+        with pytest.raises(ConnectionLost) as lost:
+            await client.await_result(ticket, timeout=T)
+        assert lost.value.reason == "disconnected"
+        with pytest.raises(ConnectionLost):
+            await flows.next(timeout=T)
+        assert not transport.is_connected
+
+
+@pytest.mark.asyncio
+async def test_unsafe_directory_and_socket_are_refused(relay: FakeRelay) -> None:
+    os.chmod(relay.directory, 0o750)
+    with pytest.raises(UnsafeRelayPath, match="700"):
+        await BridgeClient(RelayTransport(relay.path)).open()
+    os.chmod(relay.directory, 0o700)
+    os.chmod(relay.path, 0o666)
+    with pytest.raises(UnsafeRelayPath, match="0600"):
+        await BridgeClient(RelayTransport(relay.path)).open()
+
+
+@pytest.mark.asyncio
+async def test_discovery_finds_live_relays_only(tmp_path: Path) -> None:
+    directory = tmp_path / "relays"
+    with pytest.raises(NoRelayFound):
+        resolve_relay(directory=directory)
+    first = FakeRelay(directory)
+    await first.start()
+    stale = directory / f"pi-{dead_pid()}.sock"
+    stale.touch()
+    try:
+        assert [info.pid for info in discover_relays(directory)] == [os.getpid()]
+        assert resolve_relay(directory=directory).path == first.path
+        second = FakeRelay(directory, pid=os.getppid())
+        await second.start()
+        try:
+            with pytest.raises(AmbiguousRelay) as several:
+                resolve_relay(directory=directory)
+            assert str(os.getppid()) in str(several.value)
+            assert resolve_relay(pid=os.getppid(), directory=directory).path == second.path
+        finally:
+            await second.stop()
+    finally:
+        await first.stop()
+
+
+@pytest.mark.asyncio
+async def test_send_without_a_connection_is_a_typed_error(relay: FakeRelay) -> None:
+    transport = RelayTransport(relay.path, reconnect=False)
+    client = BridgeClient(transport)
+    await client.open()
+    events = client.events()
+    relay.open_form(FORM, "call-6")
+    flow = await client.flows().next(timeout=T)
+    await relay.stop()
+    assert (await events.next(timeout=T)).kind == "started"
+    ended = await events.next(timeout=T)
+    assert ended.kind == "session_ended"
+    assert ended.reason == "disconnected"
+    deploy = flow.question("deploy")
+    with pytest.raises(ConnectionLost):
+        await client.submit(flow, AnswerBuilder(flow).select(deploy, deploy.value("no")).build())
+    await client.close()
