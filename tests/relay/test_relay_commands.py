@@ -113,7 +113,7 @@ async def test_doctor_reports_the_relay_and_its_pi(relay: FakeRelay) -> None:
     )
     out, err = await asyncio.wait_for(proc.communicate(), 60)
     text = out.decode()
-    assert f"relay pi-{os.getpid()}.sock: Pi fake (pid {os.getpid()}) in /fake" in text, text
+    assert f"relay pi-{os.getpid()}.sock: Pi fake (pid {os.getpid()}) in /fake" in text, err
     assert "relay directory" in text
 
 
