@@ -1,0 +1,736 @@
+"""``RelayTransport``: a ``BridgeClient`` transport to a real Pi through the relay extension.
+
+The relay (``pi_ask_sdk/relay/pi-ask-relay.ts``, loaded with ``pi -e "$(pi-ask relay-path)"``)
+listens on a private Unix socket ``<relay dir>/pi-<pid>.sock`` and speaks JSON lines (wire
+protocol 1, see the relay's README):
+
+* relay -> client: ``hello`` (first line), ``event`` (``channel``, ``data``, ``replay``),
+  ``session_end`` (then EOF), ``error`` (a reply to bad client input);
+* client -> relay: ``{"type":"emit","channel":"pi-agent-ask:submit","data":...}``.
+
+Lines are split on ``b"\\n"`` only (JSON strings may hold U+2028/U+2029) and bounded in length.
+Envelopes decode straight into typed Structs; an event's ``data`` is kept as ``msgspec.Raw`` and
+decoded into its channel's wire Struct, or, when it does not fit, into plain JSON so that the
+client judges it (and logs why it is skipped).
+
+After ``session_end`` the listener hears ``ended("session_ended")`` and the transport reconnects
+with bounded exponential backoff: Pi listens again when the next session starts, and the forms
+the new connection replays restore the client's view. A connection lost without
+``session_end`` is retried the same way; once Pi is gone (its pid is dead) or the retries run
+out, the listener hears ``ended("disconnected")`` and nothing more.
+
+Trust model: only the same OS user, only locally. The directory must be a real directory owned
+by this uid with no group/other permission bits, and the socket must be a socket owned by this
+uid with mode 0600 (the relay's own rules); anything else raises ``UnsafeRelayPath``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import re
+import stat
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Final, Literal
+
+import msgspec
+
+from pi_ask_core import (
+    COMPLETED,
+    STARTED,
+    SUBMIT_RESULT,
+    CompletedEvent,
+    StartedEvent,
+    SubmitAck,
+    SubmitEvent,
+    SubmitRejection,
+)
+from pi_ask_sdk.errors import ConnectionLost, TransportUnavailable
+
+from .base import TransportListener
+
+__all__ = [
+    "DEFAULT_MAX_LINE_BYTES",
+    "PROTOCOL",
+    "AmbiguousRelay",
+    "NoRelayFound",
+    "RelayError",
+    "RelayHandshakeError",
+    "RelayHello",
+    "RelayInfo",
+    "RelayTransport",
+    "UnsafeRelayPath",
+    "check_relay_dir",
+    "check_relay_socket",
+    "discover",
+    "discover_relays",
+    "pid_alive",
+    "relay_dir",
+    "relay_extension_path",
+    "resolve_relay",
+]
+
+log: Final = logging.getLogger("pi_ask_sdk.relay")
+
+PROTOCOL: Final = 1
+"""The relay wire protocol this transport speaks (``hello.protocol`` must equal it)."""
+
+DEFAULT_MAX_LINE_BYTES: Final = 64 * 1024 * 1024
+"""Longest relay -> client line accepted; longer ones are logged and discarded."""
+
+_SOCKET_RE: Final = re.compile(r"^pi-(\d+)\.sock$")
+_EMIT_PREFIX: Final = b'{"type":"emit","channel":"pi-agent-ask:submit","data":'
+_HIGH_WATER: Final = 4 * 1024 * 1024
+
+
+# --- errors ------------------------------------------------------------------------------------
+
+
+class RelayError(TransportUnavailable):
+    """Base of the relay transport's errors (code ``transport_unavailable``)."""
+
+
+class NoRelayFound(RelayError):
+    """No running Pi has a relay socket in the directory (or the requested one is missing)."""
+
+    def __init__(self, directory: Path, detail: str = "") -> None:
+        self.directory = directory
+        super().__init__(
+            f"No running Pi with the pi-ask relay found in {directory}"
+            f"{': ' + detail if detail else ''}. Start Pi with "
+            '`pi -e "$(pi-ask relay-path)"` (and the pi-agent-ask extension), or set '
+            "PI_ASK_RELAY_DIR to the directory it uses."
+        )
+
+
+class AmbiguousRelay(RelayError):
+    """Several Pis run a relay; the caller must pick one by pid or path."""
+
+    def __init__(self, relays: tuple[RelayInfo, ...]) -> None:
+        self.relays = relays
+        listing = ", ".join(f"pid {r.pid} ({r.path})" for r in relays)
+        super().__init__(
+            f"{len(relays)} Pi processes run the pi-ask relay: {listing}. "
+            "Choose one with RelayTransport(pid=...) or RelayTransport(path=...)."
+        )
+
+
+class UnsafeRelayPath(RelayError):
+    """The relay directory or socket breaks the same-user rules; nothing was connected."""
+
+    def __init__(self, path: Path, problem: str) -> None:
+        self.path = path
+        self.problem = problem
+        super().__init__(f"Refusing relay path {path}: {problem}.")
+
+
+class RelayHandshakeError(RelayError):
+    """The socket did not greet with a valid protocol-1 ``hello`` in time."""
+
+    def __init__(self, path: Path, problem: str) -> None:
+        self.path = path
+        self.problem = problem
+        super().__init__(f"Relay at {path}: {problem}.")
+
+
+# --- wire envelopes ----------------------------------------------------------------------------
+
+
+class RelayHello(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag="hello"):
+    """The relay's greeting: Pi's pid and cwd, Pi's version, the socket path."""
+
+    protocol: int
+    pid: int
+    cwd: str = ""
+    pi_version: str = msgspec.field(default="unknown", name="piVersion")
+    socket: str = ""
+
+
+class _Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag="event"):
+    channel: str
+    data: msgspec.Raw
+    replay: bool = False
+
+
+class _SessionEnd(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag="session_end"):
+    reason: str = "unknown"
+
+
+class _Error(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag="error"):
+    code: str = "unknown"
+    message: str = ""
+
+
+_Envelope = RelayHello | _Event | _SessionEnd | _Error
+
+_ENVELOPE: Final = msgspec.json.Decoder(_Envelope)
+_STARTED: Final = msgspec.json.Decoder(StartedEvent)
+_COMPLETED: Final = msgspec.json.Decoder(CompletedEvent)
+_ACK: Final = msgspec.json.Decoder(SubmitAck)
+_REJECTION: Final = msgspec.json.Decoder(SubmitRejection)
+_ENCODER: Final = msgspec.json.Encoder()
+
+
+def _decode_data(channel: str, raw: msgspec.Raw) -> object:
+    """The channel's wire Struct, else plain JSON (the client judges and logs it)."""
+    try:
+        if channel == SUBMIT_RESULT:
+            try:
+                return _ACK.decode(raw)
+            except msgspec.ValidationError:
+                return _REJECTION.decode(raw)
+        if channel == STARTED:
+            return _STARTED.decode(raw)
+        if channel == COMPLETED:
+            return _COMPLETED.decode(raw)
+    except msgspec.ValidationError:
+        pass
+    return msgspec.json.decode(raw)
+
+
+# --- discovery ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RelayInfo:
+    """A relay socket of a live Pi process."""
+
+    pid: int
+    path: Path
+
+
+def relay_dir(env: Mapping[str, str] | None = None) -> Path:
+    """``$PI_ASK_RELAY_DIR``, else ``$XDG_RUNTIME_DIR/pi-ask``, else ``<tmpdir>/pi-ask-<uid>``.
+
+    The same rule as the relay; ``<tmpdir>`` is ``$TMPDIR`` else ``/tmp`` (node's ``os.tmpdir``).
+    """
+    env = os.environ if env is None else env
+    explicit = env.get("PI_ASK_RELAY_DIR")
+    if explicit:
+        return Path(os.path.abspath(explicit))
+    xdg = env.get("XDG_RUNTIME_DIR")
+    if xdg:
+        return Path(xdg) / "pi-ask"
+    tmp = env.get("TMPDIR") or env.get("TMP") or env.get("TEMP") or tempfile.gettempdir()
+    if len(tmp) > 1 and tmp.endswith("/"):
+        tmp = tmp[:-1]  # node's os.tmpdir() strips one trailing slash
+    return Path(tmp) / f"pi-ask-{os.getuid()}"
+
+
+def check_relay_dir(directory: Path) -> None:
+    """Raise ``UnsafeRelayPath`` unless ``directory`` is a real directory owned by this uid
+    with no group/other permission bits (``FileNotFoundError`` if it does not exist)."""
+    st = os.lstat(directory)
+    if not stat.S_ISDIR(st.st_mode):
+        raise UnsafeRelayPath(directory, "it is not a directory (symlinks are refused)")
+    uid = os.getuid()
+    if st.st_uid != uid:
+        raise UnsafeRelayPath(directory, f"it is owned by uid {st.st_uid}, not by this uid {uid}")
+    mode = stat.S_IMODE(st.st_mode)
+    if mode & 0o077:
+        raise UnsafeRelayPath(
+            directory, f"its mode is {mode:o}; it must grant no group/other permission (chmod 700)"
+        )
+
+
+def check_relay_socket(path: Path) -> None:
+    """Raise ``UnsafeRelayPath`` unless ``path`` is a socket owned by this uid with mode 0600
+    (``FileNotFoundError`` if it does not exist). Checks its directory first."""
+    check_relay_dir(path.parent)
+    st = os.lstat(path)
+    if not stat.S_ISSOCK(st.st_mode):
+        raise UnsafeRelayPath(path, "it is not a Unix socket")
+    uid = os.getuid()
+    if st.st_uid != uid:
+        raise UnsafeRelayPath(path, f"it is owned by uid {st.st_uid}, not by this uid {uid}")
+    mode = stat.S_IMODE(st.st_mode)
+    if mode & 0o077:
+        raise UnsafeRelayPath(path, f"its mode is {mode:o}; a relay socket must be 0600")
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists (and is not a zombie waiting to be reaped)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[-1].split()
+        return not fields or fields[0] not in (b"Z", b"X")
+    except OSError:
+        return True  # no /proc (not Linux): kill() said it exists
+
+
+def discover_relays(directory: Path | None = None) -> list[RelayInfo]:
+    """Relay sockets of live Pi processes in ``directory`` (default ``relay_dir()``), by pid.
+
+    Raises ``UnsafeRelayPath`` when the directory breaks the same-user rules; a directory that
+    does not exist has no relays.
+    """
+    directory = relay_dir() if directory is None else directory
+    try:
+        check_relay_dir(directory)
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return []
+    found: list[RelayInfo] = []
+    for name in names:
+        match = _SOCKET_RE.match(name)
+        if match is None:
+            continue
+        pid = int(match.group(1))
+        if pid_alive(pid):
+            found.append(RelayInfo(pid, directory / name))
+    found.sort(key=lambda info: info.pid)
+    return found
+
+
+def resolve_relay(
+    *,
+    pid: int | None = None,
+    path: str | os.PathLike[str] | None = None,
+    directory: Path | None = None,
+) -> RelayInfo:
+    """The relay to connect to: by ``path``, by ``pid``, or the only one running.
+
+    Raises ``NoRelayFound`` (none, or the requested one is not there), ``AmbiguousRelay``
+    (several and no choice made; it names them) or ``UnsafeRelayPath``.
+    """
+    if path is not None:
+        sock = Path(os.path.abspath(path))
+        match = _SOCKET_RE.match(sock.name)
+        return RelayInfo(int(match.group(1)) if match else 0, sock)
+    directory = relay_dir() if directory is None else directory
+    if pid is not None:
+        sock = directory / f"pi-{pid}.sock"
+        if not pid_alive(pid):
+            raise NoRelayFound(directory, f"no process with pid {pid}")
+        return RelayInfo(pid, sock)
+    relays = discover_relays(directory)
+    if not relays:
+        raise NoRelayFound(directory)
+    if len(relays) > 1:
+        raise AmbiguousRelay(tuple(relays))
+    return relays[0]
+
+
+def discover(
+    *, pid: int | None = None, path: str | os.PathLike[str] | None = None
+) -> RelayTransport:
+    """A ``RelayTransport`` for the one running Pi (or the one chosen); what
+    ``BridgeClient.connect()`` uses. Raises the ``resolve_relay`` errors at once."""
+    return RelayTransport(resolve_relay(pid=pid, path=path).path)
+
+
+def relay_extension_path() -> Path:
+    """Absolute path of the shipped relay extension, for ``pi -e <path>``."""
+    found = resources.files("pi_ask_sdk") / "relay" / "pi-ask-relay.ts"
+    if not isinstance(found, Path) or not found.is_file():
+        raise RelayError(
+            f"The relay extension is not a file on disk ({found}); install pi-ask-sdk unzipped."
+        )
+    return found.resolve()
+
+
+# --- the transport -----------------------------------------------------------------------------
+
+
+def _retrieve(future: asyncio.Future[RelayHello]) -> None:
+    """Mark a failed handshake as seen (its error is raised by ``_connect`` or moot)."""
+    if not future.cancelled():
+        future.exception()
+
+
+class _Protocol(asyncio.Protocol):
+    """One socket connection: frames lines, decodes envelopes, hands them to the transport."""
+
+    def __init__(self, owner: RelayTransport, path: Path, max_line: int) -> None:
+        self.owner = owner
+        self.path = path
+        self.max_line = max_line
+        self.buffer = bytearray()
+        self.discarding = False
+        self.transport: asyncio.Transport | None = None
+        self.hello: asyncio.Future[RelayHello] = asyncio.get_running_loop().create_future()
+        self.hello.add_done_callback(_retrieve)
+        self.session_end: str | None = None
+        self.lost = False
+        self.writable: asyncio.Event = asyncio.Event()
+        self.writable.set()
+        # what arrives after hello, before the transport adopts this connection (the replays)
+        self.queued: list[_Event | _SessionEnd] | None = []
+
+    def adopt(self) -> None:
+        """Start handing messages to the owner, first those that came with the hello."""
+        queued, self.queued = self.queued, None
+        for envelope in queued or ():
+            self._dispatch(envelope)
+
+    # asyncio callbacks
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        buffer = self.buffer
+        start = 0
+        end = len(data)
+        while start < end and not self.lost:
+            nl = data.find(b"\n", start)
+            stop = end if nl < 0 else nl
+            if self.discarding:
+                if nl >= 0:
+                    self.discarding = False
+            elif len(buffer) + (stop - start) > self.max_line:
+                buffer.clear()
+                log.warning(
+                    "pi_ask_sdk.relay: discarded a line longer than %d bytes from %s",
+                    self.max_line,
+                    self.path,
+                )
+                self.discarding = nl < 0
+            elif nl < 0:
+                buffer += data[start:end]
+            elif buffer:
+                buffer += data[start:nl]
+                line = bytes(buffer)
+                buffer.clear()
+                self._line(line)
+            else:
+                self._line(data[start:nl])
+            if nl < 0:
+                break
+            start = nl + 1
+
+    def eof_received(self) -> bool | None:
+        return False  # close our side too
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.lost:
+            return
+        self.lost = True
+        self.writable.set()
+        if not self.hello.done():
+            problem = "the connection closed before hello" if exc is None else str(exc)
+            self.hello.set_exception(RelayHandshakeError(self.path, problem))
+        if self.queued is None:
+            self.owner._connection_lost(self)
+
+    def pause_writing(self) -> None:
+        self.writable.clear()
+
+    def resume_writing(self) -> None:
+        self.writable.set()
+
+    # framing
+
+    def _line(self, line: bytes) -> None:
+        if not line.strip():
+            return
+        try:
+            envelope = _ENVELOPE.decode(line)
+        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+            log.warning("pi_ask_sdk.relay: skipped an undecodable line from %s: %s", self.path, exc)
+            return
+        if not self.hello.done():
+            self._greeting(envelope)
+        elif isinstance(envelope, _Error):
+            log.warning(
+                "pi_ask_sdk.relay: relay %s refused a message: %s: %s",
+                self.path,
+                envelope.code,
+                envelope.message,
+            )
+        elif isinstance(envelope, RelayHello):
+            log.warning("pi_ask_sdk.relay: ignored a second hello from %s", self.path)
+        elif self.queued is not None:
+            self.queued.append(envelope)
+        else:
+            self._dispatch(envelope)
+
+    def _dispatch(self, envelope: _Event | _SessionEnd) -> None:
+        if isinstance(envelope, _Event):
+            try:
+                data = _decode_data(envelope.channel, envelope.data)
+            except msgspec.DecodeError as exc:
+                log.warning("pi_ask_sdk.relay: skipped an event with bad data: %s", exc)
+                return
+            self.owner._deliver(self, envelope.channel, data, envelope.replay)
+        elif isinstance(envelope, _SessionEnd):
+            self.session_end = envelope.reason
+            self.owner._session_end(self, envelope.reason)
+
+    def _greeting(self, envelope: _Envelope) -> None:
+        if not isinstance(envelope, RelayHello):
+            problem = (
+                f"the first message is {type(envelope).__name__.strip('_').lower()}, not hello"
+            )
+        elif envelope.protocol != PROTOCOL:
+            problem = f"it speaks protocol {envelope.protocol}, this client speaks {PROTOCOL}"
+        else:
+            self.hello.set_result(envelope)
+            return
+        self.hello.set_exception(RelayHandshakeError(self.path, problem))
+        self.close()
+
+    def close(self) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.close()
+
+
+_State = Literal["new", "connected", "reconnecting", "closed"]
+
+
+class RelayTransport:
+    """A ``Transport`` over the relay socket of one Pi process.
+
+    Give ``path`` (a socket), or ``pid`` (its socket in ``directory``, default ``relay_dir()``),
+    or neither to use the only running Pi (resolved in ``open``). ``hello_timeout`` bounds the
+    wait for the greeting; after a session end or a lost connection the transport retries with
+    backoff from ``backoff_initial`` doubling to ``backoff_max`` for at most
+    ``reconnect_timeout`` seconds (``reconnect=False``: report ``disconnected`` at once).
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        pid: int | None = None,
+        directory: Path | None = None,
+        hello_timeout: float = 5.0,
+        reconnect: bool = True,
+        reconnect_timeout: float = 10.0,
+        backoff_initial: float = 0.02,
+        backoff_max: float = 1.0,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    ) -> None:
+        self._path_arg = path
+        self._pid_arg = pid
+        self._directory = directory
+        self._hello_timeout = hello_timeout
+        self._reconnect_enabled = reconnect
+        self._reconnect_timeout = reconnect_timeout
+        self._backoff_initial = backoff_initial
+        self._backoff_max = backoff_max
+        self._max_line = max_line_bytes
+        self._state: _State = "new"
+        self._listener: TransportListener | None = None
+        self._conn: _Protocol | None = None
+        self._info: RelayInfo | None = None
+        self._hello: RelayHello | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._connections = 0
+
+    # --- introspection ---
+
+    @property
+    def path(self) -> Path | None:
+        """The socket path (known once resolved)."""
+        return None if self._info is None else self._info.path
+
+    @property
+    def hello(self) -> RelayHello | None:
+        """The greeting of the current (or last) connection."""
+        return self._hello
+
+    @property
+    def is_connected(self) -> bool:
+        return self._state == "connected"
+
+    @property
+    def connections(self) -> int:
+        """How many connections were made (1 + successful reconnects)."""
+        return self._connections
+
+    # --- Transport ---
+
+    async def open(self, listener: TransportListener) -> None:
+        if self._state != "new":
+            raise RuntimeError("RelayTransport can be opened once")
+        self._info = resolve_relay(
+            pid=self._pid_arg, path=self._path_arg, directory=self._directory
+        )
+        self._listener = listener
+        try:
+            await self._connect()
+        except BaseException:
+            self._state = "closed"
+            self._listener = None
+            raise
+
+    async def send(self, payload: SubmitEvent) -> None:
+        conn = self._conn
+        if self._state != "connected" or conn is None or conn.transport is None:
+            reason: Literal["session_ended", "disconnected"] = (
+                "session_ended" if self._state == "reconnecting" else "disconnected"
+            )
+            raise ConnectionLost(reason, "not connected to the Pi relay")
+        if not conn.writable.is_set():
+            await conn.writable.wait()
+            if conn.lost:
+                raise ConnectionLost("disconnected", "the relay connection closed")
+        transport = conn.transport
+        if transport.is_closing():
+            raise ConnectionLost("disconnected", "the relay connection is closing")
+        transport.write(_EMIT_PREFIX + _ENCODER.encode(payload) + b"}\n")
+
+    async def close(self) -> None:
+        if self._state == "closed":
+            return
+        self._state = "closed"
+        self._listener = None
+        task, self._task = self._task, None
+        if task is not None and task is not asyncio.current_task():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+
+    # --- connecting ---
+
+    async def _connect(self) -> None:
+        """One connection attempt: socket checks, connect, bounded wait for a valid hello."""
+        info = self._info
+        assert info is not None
+        await self._check_socket(info.path)
+        loop = asyncio.get_running_loop()
+        made: list[_Protocol] = []
+
+        async def handshake() -> RelayHello:
+            _, conn = await loop.create_unix_connection(
+                lambda: _Protocol(self, info.path, self._max_line), str(info.path)
+            )
+            made.append(conn)
+            return await conn.hello
+
+        try:
+            hello = await asyncio.wait_for(handshake(), self._hello_timeout)
+        except asyncio.TimeoutError:
+            for conn in made:
+                conn.close()
+            raise RelayHandshakeError(
+                info.path, f"no hello within {self._hello_timeout:g} s"
+            ) from None
+        except BaseException:
+            for conn in made:
+                conn.close()
+            raise
+        conn = made[0]
+        if info.pid and hello.pid != info.pid:
+            conn.close()
+            raise RelayHandshakeError(info.path, f"hello names pid {hello.pid}, not {info.pid}")
+        if not info.pid:
+            self._info = RelayInfo(hello.pid, info.path)
+        if self._state == "closed":
+            conn.close()
+            return
+        self._hello = hello
+        self._conn = conn
+        self._state = "connected"
+        self._connections += 1
+        log.debug("pi_ask_sdk.relay: connected to Pi %d at %s", hello.pid, info.path)
+        conn.adopt()  # replays (and a session_end that came with them) reach the listener now
+        if conn.lost:
+            self._connection_lost(conn)
+
+    async def _check_socket(self, path: Path) -> None:
+        """``check_relay_socket``, allowing the relay a moment between listen and chmod 0600."""
+        deadline = asyncio.get_running_loop().time() + 0.5
+        while True:
+            try:
+                check_relay_socket(path)
+                return
+            except FileNotFoundError:
+                raise NoRelayFound(path.parent, f"{path.name} does not exist") from None
+            except UnsafeRelayPath as exc:
+                if exc.path != path or asyncio.get_running_loop().time() > deadline:
+                    raise
+            await asyncio.sleep(0.01)  # bounded poll: no event tells that chmod ran
+
+    # --- callbacks from the protocol ---
+
+    def _deliver(self, conn: _Protocol, channel: str, data: object, replay: bool) -> None:
+        listener = self._listener
+        if listener is not None and conn is self._conn:
+            listener.message(channel, data, replay=replay)
+
+    def _session_end(self, conn: _Protocol, reason: str) -> None:
+        if conn is not self._conn or self._state != "connected":
+            return
+        log.info("pi_ask_sdk.relay: Pi session ended (%s)", reason)
+        self._state = "reconnecting"
+        listener = self._listener
+        if listener is not None:
+            listener.ended("session_ended")
+
+    def _connection_lost(self, conn: _Protocol) -> None:
+        if conn is not self._conn or self._state == "closed":
+            return
+        self._conn = None
+        info = self._info
+        pid = info.pid if info is not None else 0
+        alive = pid_alive(pid)
+        if not alive or not self._reconnect_enabled:
+            why = "Pi has exited" if not alive else "the connection closed"
+            self._give_up(why if conn.session_end is None else f"{why} (session ended)")
+            return
+        if conn.session_end is None:
+            # lost without a goodbye (the relay dropped us): the view may be stale, and the
+            # forms the next connection replays restore it
+            self._state = "reconnecting"
+            listener = self._listener
+            if listener is not None:
+                listener.ended("session_ended")
+        self._task = asyncio.get_running_loop().create_task(self._reconnect_loop())
+
+    async def _reconnect_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._reconnect_timeout
+        delay = self._backoff_initial
+        info = self._info
+        assert info is not None
+        last = "no attempt"
+        while self._state == "reconnecting":
+            if info.pid and not pid_alive(info.pid):
+                last = f"Pi (pid {info.pid}) has exited"
+                break
+            try:
+                await self._connect()
+                if self.is_connected:
+                    self._task = None
+                    return
+            except (OSError, RelayError) as exc:
+                last = str(exc)
+                if isinstance(exc, (UnsafeRelayPath, RelayHandshakeError)):
+                    break
+            if loop.time() + delay > deadline:
+                last = f"gave up after {self._reconnect_timeout:g} s ({last})"
+                break
+            await asyncio.sleep(delay)  # backoff between attempts
+            delay = min(delay * 2, self._backoff_max)
+        self._task = None
+        if self._state == "reconnecting":
+            self._give_up(last)
+
+    def _give_up(self, why: str) -> None:
+        log.info("pi_ask_sdk.relay: disconnected from the Pi relay: %s", why)
+        listener = self._listener
+        self._state = "closed"
+        self._listener = None
+        self._conn = None
+        if listener is not None:
+            listener.ended("disconnected")
