@@ -393,6 +393,8 @@ class Relay {
 			cwd: this.cwd,
 			piVersion: piVersion(),
 			socket: this.socketPath ?? "",
+			// How many replayed forms follow, so a client knows when its view is complete.
+			replaying: this.openForms.size,
 		});
 		for (const json of this.openForms.values()) {
 			client.writeLine(`{"type":"event","channel":"${CH_STARTED}","data":${json},"replay":true}`);

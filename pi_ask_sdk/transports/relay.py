@@ -150,6 +150,8 @@ class RelayHello(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", ta
     cwd: str = ""
     pi_version: str = msgspec.field(default="unknown", name="piVersion")
     socket: str = ""
+    replaying: int = 0
+    """How many replayed forms follow the hello (``open()`` returns once they all arrived)."""
 
 
 class _Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag="event"):
@@ -364,6 +366,9 @@ class _Protocol(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.hello: asyncio.Future[RelayHello] = asyncio.get_running_loop().create_future()
         self.hello.add_done_callback(_retrieve)
+        # Resolved once the hello and the replays it announces have arrived.
+        self.ready: asyncio.Future[RelayHello] = asyncio.get_running_loop().create_future()
+        self.ready.add_done_callback(_retrieve)
         self.session_end: str | None = None
         self.lost = False
         self.writable: asyncio.Event = asyncio.Event()
@@ -425,6 +430,9 @@ class _Protocol(asyncio.Protocol):
         if not self.hello.done():
             problem = "the connection closed before hello" if exc is None else str(exc)
             self.hello.set_exception(RelayHandshakeError(self.path, problem))
+        if not self.ready.done():
+            problem = "the connection closed during the replay" if exc is None else str(exc)
+            self.ready.set_exception(RelayHandshakeError(self.path, problem))
         if self.queued is None:
             self.owner._connection_lost(self)
 
@@ -457,6 +465,7 @@ class _Protocol(asyncio.Protocol):
             log.warning("pi_ask_sdk.relay: ignored a second hello from %s", self.path)
         elif self.queued is not None:
             self.queued.append(envelope)
+            self._check_ready()
         else:
             self._dispatch(envelope)
 
@@ -481,9 +490,22 @@ class _Protocol(asyncio.Protocol):
             problem = f"it speaks protocol {envelope.protocol}, this client speaks {PROTOCOL}"
         else:
             self.hello.set_result(envelope)
+            self._check_ready()
             return
-        self.hello.set_exception(RelayHandshakeError(self.path, problem))
+        error = RelayHandshakeError(self.path, problem)
+        self.hello.set_exception(error)
+        self.ready.set_exception(error)
         self.close()
+
+    def _check_ready(self) -> None:
+        if self.ready.done() or not self.hello.done() or self.hello.exception() is not None:
+            return
+        hello = self.hello.result()
+        queued = self.queued or []
+        replays = sum(1 for e in queued if isinstance(e, _Event) and e.replay)
+        ended = any(isinstance(e, _SessionEnd) for e in queued)
+        if replays >= hello.replaying or ended:
+            self.ready.set_result(hello)
 
     def close(self) -> None:
         if self.transport is not None and not self.transport.is_closing():
@@ -615,7 +637,7 @@ class RelayTransport:
                 lambda: _Protocol(self, info.path, self._max_line), str(info.path)
             )
             made.append(conn)
-            return await conn.hello
+            return await conn.ready  # the hello, once the replays it announced arrived
 
         try:
             hello = await asyncio.wait_for(handshake(), self._hello_timeout)
@@ -623,7 +645,7 @@ class RelayTransport:
             for conn in made:
                 conn.close()
             raise RelayHandshakeError(
-                info.path, f"no hello within {self._hello_timeout:g} s"
+                info.path, f"no hello (with its replays) within {self._hello_timeout:g} s"
             ) from None
         except BaseException:
             for conn in made:

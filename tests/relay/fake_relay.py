@@ -30,6 +30,7 @@ class FakeRelay:
         self.writers: list[asyncio.StreamWriter] = []
         self.received: list[Any] = []
         self.hello_extra: dict[str, object] = {}
+        self.split_replays = False  # send each replay in its own write, after a pause
         self._server: asyncio.AbstractServer | None = None
         self._open: dict[str, object] = {}
         self._connected = asyncio.Event()
@@ -100,10 +101,14 @@ class FakeRelay:
             "cwd": "/fake",
             "piVersion": "fake",
             "socket": str(self.path),
+            "replaying": len(self._open),
             **self.hello_extra,
         }
         writer.write(json.dumps(hello).encode() + b"\n")
-        for payload in self._open.values():
+        for payload in list(self._open.values()):
+            if self.split_replays:
+                await writer.drain()
+                await asyncio.sleep(0.05)  # a slow replay: the client must wait for it
             event = {
                 "type": "event",
                 "channel": "pi-agent-ask:started",

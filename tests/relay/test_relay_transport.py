@@ -200,3 +200,12 @@ async def test_send_without_a_connection_is_a_typed_error(relay: FakeRelay) -> N
     with pytest.raises(ConnectionLost):
         await client.submit(flow, AnswerBuilder(flow).select(deploy, deploy.value("no")).build())
     await client.close()
+
+
+@pytest.mark.asyncio
+async def test_open_returns_once_every_announced_replay_arrived(relay: FakeRelay) -> None:
+    relay.open_form(FORM, "call-r1")
+    relay.open_form(FORM, "call-r2")
+    relay.split_replays = True  # hello alone first, each replay in a later write
+    async with BridgeClient(RelayTransport(relay.path)) as client:
+        assert list(client.open_flows) == ["tool:call-r1", "tool:call-r2"]
