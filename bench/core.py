@@ -15,58 +15,18 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import os
-import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import msgspec
+from common import ROOT, THREE_ANSWERS, THREE_QUESTIONS, compare_imports
 
 from pi_ask_core import SUBMIT, FlowHost, LocalEventBus
 
-ROOT = Path(__file__).resolve().parents[1]
 SPEC = ROOT.parent / "shared" / "spec" / "examples.json"
-
-THREE_QUESTIONS = {
-    "title": "Plan",
-    "questions": [
-        {
-            "id": "goal",
-            "label": "Goal",
-            "prompt": "Pick goal",
-            "options": [{"value": "fast", "label": "Fast"}, {"value": "safe", "label": "Safe"}],
-        },
-        {
-            "id": "constraints",
-            "label": "Constraints",
-            "prompt": "Pick constraints",
-            "type": "multi",
-            "options": [
-                {"value": "small", "label": "Small diff"},
-                {"value": "tests", "label": "Add tests"},
-            ],
-        },
-        {
-            "id": "scope",
-            "label": "Scope",
-            "prompt": "Pick scope",
-            "options": [
-                {"value": "docs", "label": "Docs", "description": "Docs only"},
-                {"value": "code", "label": "Code", "recommended": False},
-            ],
-        },
-    ],
-}
-THREE_ANSWERS = {
-    "goal": {"values": ["fast"], "note": "keep it quick"},
-    "constraints": {"values": ["tests", "small"], "optionNotes": {"tests": "unit only"}},
-    "scope": {"values": ["code"]},
-}
 
 
 def submit_bytes(flow_id: str, response: object, request_id: str) -> bytes:
@@ -185,35 +145,6 @@ def bench_spec_mix(repeat: int, rounds: int) -> tuple[float, float, float, float
     return best_valid, floor_valid, best_invalid, floor_invalid
 
 
-# Installed packages import from cached bytecode; so must ours, whatever PYTHONDONTWRITEBYTECODE
-# says in this shell (a first, unmeasured import writes the cache).
-_IMPORT_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-
-
-def import_time(module: str) -> float:
-    code = f"import time; t = time.perf_counter(); import {module}; print(time.perf_counter() - t)"
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        check=True,
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=_IMPORT_ENV,
-    )
-    return float(out.stdout)
-
-
-def bench_imports(samples: int) -> tuple[float, float]:
-    """Median seconds for ``import msgspec`` and ``import pi_ask_core``, interleaved runs."""
-    base: list[float] = []
-    core: list[float] = []
-    import_time("pi_ask_core")  # warm the bytecode cache
-    for _ in range(samples):
-        base.append(import_time("msgspec"))
-        core.append(import_time("pi_ask_core"))
-    return statistics.median(base), statistics.median(core)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small counts, for a smoke run")
@@ -237,7 +168,7 @@ def main() -> int:
         f"spec examples, invalid mix:       {invalid * 1e6:7.2f} us/submit  "
         f"floor {invalid_floor * 1e6:5.2f} us  ratio {invalid / invalid_floor:5.1f}x"
     )
-    base, core = bench_imports(samples)
+    base, core = compare_imports("msgspec", "pi_ask_core", samples)
     print(
         f"import msgspec {base * 1e3:6.2f} ms, import pi_ask_core {core * 1e3:6.2f} ms: "
         f"ratio {core / base:4.2f}x (target < 1.3x, median of {samples})"

@@ -21,14 +21,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import os
 import re
-import statistics
 import subprocess
 import sys
 import time
 import tracemalloc
-from pathlib import Path
+
+from common import IMPORT_ENV, ROOT, THREE_QUESTIONS, compare_imports
 
 from pi_ask_core import SUBMIT, SUBMIT_RESULT, FlowHost, LocalEventBus, SubmitAck
 from pi_ask_sdk import (
@@ -40,42 +39,9 @@ from pi_ask_sdk import (
     SubmitAccepted,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
-
 IMPORT_TARGET = 1.3
 OBJECTS_PER_FLOW_TARGET = 0.1
 BYTES_PER_FLOW_TARGET = 8.0
-
-THREE_QUESTIONS = {
-    "title": "Plan",
-    "questions": [
-        {
-            "id": "goal",
-            "label": "Goal",
-            "prompt": "Pick goal",
-            "options": [{"value": "fast", "label": "Fast"}, {"value": "safe", "label": "Safe"}],
-        },
-        {
-            "id": "constraints",
-            "label": "Constraints",
-            "prompt": "Pick constraints",
-            "type": "multi",
-            "options": [
-                {"value": "small", "label": "Small diff"},
-                {"value": "tests", "label": "Add tests"},
-            ],
-        },
-        {
-            "id": "scope",
-            "label": "Scope",
-            "prompt": "Pick scope",
-            "options": [
-                {"value": "docs", "label": "Docs", "description": "Docs only"},
-                {"value": "code", "label": "Code", "recommended": False},
-            ],
-        },
-    ],
-}
 
 
 def build_answer(flow: FlowView) -> Answer:
@@ -166,34 +132,7 @@ def bench_round_trips(count: int, repeat: int) -> tuple[float, float]:
 
 # --- import time --------------------------------------------------------------------------------
 
-# Installed packages import from cached bytecode; so must ours, whatever PYTHONDONTWRITEBYTECODE
-# says in this shell (a first, unmeasured import writes the cache).
-_IMPORT_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 _IMPORTTIME = re.compile(r"^import time:\s+(\d+) \|\s+(\d+) \|(\s*)(\S+)$")
-
-
-def import_time(modules: str) -> float:
-    code = f"import time; t = time.perf_counter(); import {modules}; print(time.perf_counter() - t)"
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        check=True,
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=_IMPORT_ENV,
-    )
-    return float(out.stdout)
-
-
-def bench_imports(samples: int) -> tuple[float, float]:
-    """Median seconds for ``import msgspec, asyncio`` and ``import pi_ask_sdk``, interleaved."""
-    base: list[float] = []
-    sdk: list[float] = []
-    import_time("pi_ask_sdk")  # warm the bytecode cache
-    for _ in range(samples):
-        base.append(import_time("msgspec, asyncio"))
-        sdk.append(import_time("pi_ask_sdk"))
-    return statistics.median(base), statistics.median(sdk)
 
 
 def costly_modules(top: int) -> list[tuple[str, float]]:
@@ -204,7 +143,7 @@ def costly_modules(top: int) -> list[tuple[str, float]]:
         capture_output=True,
         text=True,
         cwd=ROOT,
-        env=_IMPORT_ENV,
+        env=IMPORT_ENV,
     )
     found = [
         (match[4], int(match[1]) / 1000)
@@ -273,7 +212,7 @@ def main() -> int:
         f"overhead {(client - direct) * 1e6:6.2f} us/round trip  ratio {client / direct:5.1f}x"
     )
 
-    base, sdk = bench_imports(samples)
+    base, sdk = compare_imports("msgspec, asyncio", "pi_ask_sdk", samples)
     ratio = sdk / base
     import_ok = ratio < IMPORT_TARGET
     print(
