@@ -50,7 +50,7 @@ class FakeRelay:
             for writer in self.writers:
                 writer.close()
             self.writers.clear()
-            await self._server.wait_closed()
+            await asyncio.wait_for(self._server.wait_closed(), 5)
             self._server = None
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()
@@ -129,3 +129,5 @@ class FakeRelay:
         finally:
             if writer in self.writers:
                 self.writers.remove(writer)
+            # Close our side too: Server.wait_closed() waits for every transport to close.
+            writer.close()

@@ -76,13 +76,20 @@ class Recorder:
 async def fake_relay(tmp_path: Path, handler: Handler) -> AsyncIterator[Path]:
     directory = make_private_dir(tmp_path / "relay")
     path = directory / f"pi-{os.getpid()}.sock"
-    server = await asyncio.start_unix_server(handler, str(path))
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await handler(reader, writer)
+        finally:
+            writer.close()  # Server.wait_closed() waits for every connection to close
+
+    server = await asyncio.start_unix_server(serve, str(path))
     path.chmod(0o600)
     try:
         yield path
     finally:
         server.close()
-        await server.wait_closed()
+        await asyncio.wait_for(server.wait_closed(), 5 * WAIT)
 
 
 async def hold(reader: asyncio.StreamReader) -> None:
