@@ -520,9 +520,10 @@ class RelayTransport:
 
     Give ``path`` (a socket), or ``pid`` (its socket in ``directory``, default ``relay_dir()``),
     or neither to use the only running Pi (resolved in ``open``). ``hello_timeout`` bounds the
-    wait for the greeting; after a session end or a lost connection the transport retries with
-    backoff from ``backoff_initial`` doubling to ``backoff_max`` for at most
-    ``reconnect_timeout`` seconds (``reconnect=False``: report ``disconnected`` at once).
+    wait for the greeting and its replays, and for a relay that stops reading our submits.
+    After a session end or a lost connection the transport retries with backoff from
+    ``backoff_initial`` doubling to ``backoff_max`` for at most ``reconnect_timeout`` seconds
+    (``reconnect=False``: report ``disconnected`` at once).
     """
 
     def __init__(
@@ -600,7 +601,14 @@ class RelayTransport:
             )
             raise ConnectionLost(reason, "not connected to the Pi relay")
         if not conn.writable.is_set():
-            await conn.writable.wait()
+            # The relay is not reading: wait for it, bounded, rather than queue without limit.
+            try:
+                await asyncio.wait_for(conn.writable.wait(), self._hello_timeout)
+            except asyncio.TimeoutError:
+                raise ConnectionLost(
+                    "disconnected",
+                    f"the relay has not read our data for {self._hello_timeout:g} s",
+                ) from None
             if conn.lost:
                 raise ConnectionLost("disconnected", "the relay connection closed")
         transport = conn.transport

@@ -257,7 +257,7 @@ async def test_malformed_lines_and_forbidden_channel_leave_pi_unaffected(
         }
     finally:
         writer.close()
-        await writer.wait_closed()
+        await asyncio.wait_for(writer.wait_closed(), TIMEOUT)
     # Pi is fine, and the SDK still works on it
     assert module_pi.request({"type": "get_state"})["success"] is True
     async with relay_client(module_pi.socket_path) as client:
