@@ -33,7 +33,7 @@ import os
 import re
 import stat
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -228,32 +228,34 @@ def relay_dir(env: Mapping[str, str] | None = None) -> Path:
 def check_relay_dir(directory: Path) -> None:
     """Raise ``UnsafeRelayPath`` unless ``directory`` is a real directory owned by this uid
     with no group/other permission bits (``FileNotFoundError`` if it does not exist)."""
-    st = os.lstat(directory)
-    if not stat.S_ISDIR(st.st_mode):
-        raise UnsafeRelayPath(directory, "it is not a directory (symlinks are refused)")
-    uid = os.getuid()
-    if st.st_uid != uid:
-        raise UnsafeRelayPath(directory, f"it is owned by uid {st.st_uid}, not by this uid {uid}")
-    mode = stat.S_IMODE(st.st_mode)
-    if mode & 0o077:
-        raise UnsafeRelayPath(
-            directory, f"its mode is {mode:o}; it must grant no group/other permission (chmod 700)"
-        )
+    _check_private(
+        directory,
+        stat.S_ISDIR,
+        "it is not a directory (symlinks are refused)",
+        "it must grant no group/other permission (chmod 700)",
+    )
 
 
 def check_relay_socket(path: Path) -> None:
     """Raise ``UnsafeRelayPath`` unless ``path`` is a socket owned by this uid with mode 0600
     (``FileNotFoundError`` if it does not exist). Checks its directory first."""
     check_relay_dir(path.parent)
+    _check_private(path, stat.S_ISSOCK, "it is not a Unix socket", "a relay socket must be 0600")
+
+
+def _check_private(
+    path: Path, is_kind: Callable[[int], bool], wrong_kind: str, wrong_mode: str
+) -> None:
+    """``path`` (not followed if a link) is of the expected kind, ours, and private."""
     st = os.lstat(path)
-    if not stat.S_ISSOCK(st.st_mode):
-        raise UnsafeRelayPath(path, "it is not a Unix socket")
+    if not is_kind(st.st_mode):
+        raise UnsafeRelayPath(path, wrong_kind)
     uid = os.getuid()
     if st.st_uid != uid:
         raise UnsafeRelayPath(path, f"it is owned by uid {st.st_uid}, not by this uid {uid}")
     mode = stat.S_IMODE(st.st_mode)
     if mode & 0o077:
-        raise UnsafeRelayPath(path, f"its mode is {mode:o}; a relay socket must be 0600")
+        raise UnsafeRelayPath(path, f"its mode is {mode:o}; {wrong_mode}")
 
 
 def pid_alive(pid: int) -> bool:

@@ -6,11 +6,9 @@ import asyncio
 import json
 import os
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 
 from pi_ask_sdk import BridgeClient
 from pi_ask_sdk.console import answer_forms
@@ -41,14 +39,6 @@ FORM = {
     ]
 }
 T = 10.0
-
-
-@pytest_asyncio.fixture
-async def relay(tmp_path: Path) -> AsyncIterator[FakeRelay]:
-    server = FakeRelay(tmp_path / "relays")
-    await server.start()
-    yield server
-    await server.stop()
 
 
 @pytest.mark.asyncio
@@ -99,20 +89,24 @@ async def test_answer_sends_the_persons_values(relay: FakeRelay) -> None:
     assert any("accepted" in line for line in shown)
 
 
-@pytest.mark.asyncio
-async def test_doctor_reports_the_relay_and_its_pi(relay: FakeRelay) -> None:
-    env = {**os.environ, "PI_ASK_RELAY_DIR": str(relay.directory)}
+async def run_doctor(directory: Path) -> tuple[int | None, str, str]:
+    """``pi-ask doctor`` in a subprocess with the relay directory pointed at ``directory``."""
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
         "pi_ask_sdk.cli",
         "doctor",
-        env=env,
+        env={**os.environ, "PI_ASK_RELAY_DIR": str(directory)},
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
     out, err = await asyncio.wait_for(proc.communicate(), 60)
-    text = out.decode()
+    return proc.returncode, out.decode(), err.decode()
+
+
+@pytest.mark.asyncio
+async def test_doctor_reports_the_relay_and_its_pi(relay: FakeRelay) -> None:
+    _, text, err = await run_doctor(relay.directory)
     assert f"relay pi-{os.getpid()}.sock: Pi fake (pid {os.getpid()}) in /fake" in text, err
     assert "relay directory" in text
 
@@ -120,17 +114,7 @@ async def test_doctor_reports_the_relay_and_its_pi(relay: FakeRelay) -> None:
 @pytest.mark.asyncio
 async def test_doctor_says_what_is_wrong_with_the_directory(relay: FakeRelay) -> None:
     os.chmod(relay.directory, 0o755)
-    env = {**os.environ, "PI_ASK_RELAY_DIR": str(relay.directory)}
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "pi_ask_sdk.cli",
-        "doctor",
-        env=env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, _ = await asyncio.wait_for(proc.communicate(), 60)
-    assert proc.returncode == 1
-    assert "[fail] relay directory" in out.decode()
-    assert "chmod 700" in out.decode()
+    status, text, _ = await run_doctor(relay.directory)
+    assert status == 1
+    assert "[fail] relay directory" in text
+    assert "chmod 700" in text

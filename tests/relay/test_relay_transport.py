@@ -5,11 +5,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 
 from pi_ask_sdk import AnswerBuilder, BridgeClient, ConnectionLost
 from pi_ask_sdk.transports.relay import (
@@ -34,14 +32,6 @@ FORM = {
     ],
 }
 T = 5.0
-
-
-@pytest_asyncio.fixture
-async def relay(tmp_path: Path) -> AsyncIterator[FakeRelay]:
-    server = FakeRelay(tmp_path / "relays")
-    await server.start()
-    yield server
-    await server.stop()
 
 
 def dead_pid() -> int:
