@@ -37,6 +37,7 @@ from pi_ask_core import (
     StartedEvent,
     SubmitAck,
     SubmitEvent,
+    SubmitRejection,
     SubmitResultEvent,
     UnsetType,
     submit_result_from_builtins,
@@ -420,6 +421,21 @@ class BridgeClient:
                 log.debug("pi_ask_sdk: ignored a payload on legacy channel %s", channel)
             elif channel != SUBMIT:
                 log.debug("pi_ask_sdk: ignored a payload on unknown channel %r", channel)
+            return
+        # Structs decoded by msgspec (relay) or built by pi_ask_core's host (in-process) are
+        # already typed and checked: taken as they are when they fit the channel.
+        if channel == STARTED and isinstance(data, StartedEvent) and data.version == 1:
+            self._started(data, replay)
+            return
+        if channel == COMPLETED and isinstance(data, CompletedEvent) and data.version == 1:
+            self._completed(data)
+            return
+        if (
+            channel == SUBMIT_RESULT
+            and isinstance(data, (SubmitAck, SubmitRejection))
+            and data.version == 1
+        ):
+            self._acknowledged(data)
             return
         raw = _builtins(data)
         if raw is None:
