@@ -8,7 +8,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import socket
 import stat
+import struct
 from collections.abc import Iterator
 
 import pytest
@@ -312,3 +314,37 @@ def test_socket_and_directory_permissions(module_pi: PiProcess) -> None:
     assert resolve_relay(pid=module_pi.pid, directory=module_pi.relay_dir).path == (
         module_pi.socket_path
     )
+
+
+@pytest.mark.asyncio
+async def test_clients_that_vanish_or_stop_reading_leave_pi_unaffected(
+    module_pi: PiProcess,
+) -> None:
+    # One client resets its connection mid-stream; another never reads a byte.
+    vanishing = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    vanishing.connect(str(module_pi.socket_path))
+    stalled = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    stalled.connect(str(module_pi.socket_path))
+    try:
+        async with relay_client(module_pi.socket_path) as client:
+            flows = client.flows()
+            vanishing.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            vanishing.close()  # RST while the relay is writing to it
+            big = single_question()
+            big["title"] = "x" * 1_000_000  # ten of these pass the relay's 8 MiB client limit
+            for n in range(10):
+                flow_id = module_pi.open_form(big, tool_call_id=f"big-{n}")
+                flow = await next_flow(flows, flow_id)
+                outcome = await client.respond(flow, choose(flow, "a"), timeout=TIMEOUT)
+                assert isinstance(outcome, SubmitAccepted)
+        # The relay dropped the client that stopped reading: what it holds ends in EOF.
+        stalled.settimeout(TIMEOUT)
+        received = 0
+        while chunk := stalled.recv(1 << 20):
+            received += len(chunk)
+        assert 0 < received < 10_000_000  # some events, then dropped before the rest
+    finally:
+        stalled.close()
+    assert module_pi.request({"type": "get_state"})["success"] is True
+    assert not [r for r in module_pi.records if r.get("type") == "extension_error"]
