@@ -31,6 +31,7 @@ from .protocol import (
     AskResult,
     CompletedEvent,
     FlowSource,
+    ResultMode,
     StartedEvent,
     SubmitAck,
     SubmitRejection,
@@ -166,6 +167,10 @@ class FlowHandle:
         if isinstance(decision, AnswerProblem):
             raise SubmitRefused("invalid_answer", decision.message)
         return self._finish(decision)
+
+    def answer(self, answers: object, *, mode: ResultMode = "submit") -> AskResult:
+        """``complete`` with an answer response: ``answers`` maps question ids to answers."""
+        return self.complete({"kind": "answer", "mode": mode, "answers": answers})
 
     def cancel(self) -> AskResult:
         """Cancel locally (the user pressed Escape); emits ``completed`` with ``cancelled``."""

@@ -250,3 +250,13 @@ def test_started_event_replays_the_original_payload(recorder: Recorder) -> None:
     assert replay is not None
     assert handle.created_at == 1000
     assert msgspec.to_builtins(replay) == emitted  # same createdAt, same form
+
+
+def test_local_answer_takes_an_answers_map(recorder: Recorder, host: FlowHost) -> None:
+    handle = host.start(FORM_D, tool_call_id="call-D")
+    result = handle.answer({"goal": {"values": ["safe"], "note": "why?"}}, mode="elaborate")
+    assert result.mode == "elaborate"
+    assert result.answers["goal"].values == ["safe"]
+    assert result.continuation is not msgspec.UNSET
+    assert result.continuation.affected_question_ids == ["goal"]
+    assert channels(recorder.take()) == [STARTED, COMPLETED]
