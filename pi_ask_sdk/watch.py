@@ -11,6 +11,7 @@ import contextlib
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import msgspec
 
@@ -50,13 +51,23 @@ class EventPrinter:
             self._write(f"[pi {self.pid}] {reason.replace('_', ' ')}")
 
 
+T = TypeVar("T", StartedEvent, CompletedEvent)
+
+
+def _typed(data: object, kind: type[T]) -> T:
+    """The relay already decoded well-formed events into Structs; anything else is checked."""
+    if isinstance(data, kind):
+        return data
+    return msgspec.convert(msgspec.to_builtins(data), kind)
+
+
 def _describe(channel: str, data: object, replay: bool) -> str:
     try:
         if channel == STARTED:
-            event = msgspec.convert(msgspec.to_builtins(data), StartedEvent)
+            event = _typed(data, StartedEvent)
             return render_flow(FlowView.from_started(event, replay=replay))
         if channel == COMPLETED:
-            done = msgspec.convert(msgspec.to_builtins(data), CompletedEvent)
+            done = _typed(data, CompletedEvent)
             return render_completed(
                 FlowCompleted(
                     flow_id=FlowId(done.flow_id),
