@@ -1,32 +1,52 @@
-"""Benchmark of pi_ask_core: resolved submits per second and import time, each beside its floor.
+"""Benchmark of pi_ask_core: every figure beside its floor or peer from the same run.
 
-Run: ``python bench/core.py`` (``--quick`` for a short smoke run). One run prints:
+Run: ``python bench/core.py`` (``--quick`` for a short smoke run). GC stays on throughout. One run
+prints:
 
-* microseconds per resolved submit (bytes -> decode -> FlowHost -> ``completed`` and
-  ``submit-result`` emitted) for valid submits on a 3-question form, for the valid and the invalid
-  submits of the spec's examples, and the floor: ``msgspec.json.decode`` of the same bytes;
+* valid submits on a 3-question form: microseconds per resolved submit (bytes -> decode ->
+  ``FlowHost`` -> ``completed`` and ``submit-result`` emitted; forms opened beforehand, untimed),
+  beside the floor ``msgspec.json.decode`` of the same bytes;
+* the spec's example submits (``examples.json``, form G aside: its flow id is random), each form
+  on its own bus with ONE host, beside the peer: ``bench/peer_host.py``, a plain-dict host
+  written from the spec (``json`` module, no msgspec) doing the same work on its own bus:
+
+  - *open + valid submit*: open a fresh flow (``start``, ``started`` emitted) then resolve the
+    first accepted submit of each example (``completed`` + ``submit-result``);
+  - *invalid submit*: each refused submit that the spec makes on an open flow (the flow stays
+    open and unchanged, so every one meets the same fresh state);
+
+  the submits arrive as bytes and are decoded by each side's own JSON decoder, and every bus has
+  one listener per channel (as a bridge would). Before timing, each case is run once on both and
+  their acknowledgements and results are compared (messages aside: the core words its own);
 * ``import pi_ask_core`` next to ``import msgspec``, each in fresh interpreters, interleaved.
 
-Targets (issue #2): >= 30,000 resolved valid submits/s on a 3-question form; import ratio < 1.3.
+Targets: >= 30,000 valid submits/s on the 3-question form; core <= 0.5x the peer for open + valid
+submit and for invalid submit; import ratio < 1.3. Exit status 1 names every missed target.
 """
 
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import sys
 import time
 from collections.abc import Callable, Sequence
-from functools import partial
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
+import peer_host
 from common import ROOT, THREE_ANSWERS, THREE_QUESTIONS, compare_imports
 
-from pi_ask_core import SUBMIT, FlowHost, LocalEventBus
+from pi_ask_core import COMPLETED, STARTED, SUBMIT, SUBMIT_RESULT, FlowHost, LocalEventBus
 
 SPEC = ROOT.parent / "shared" / "spec" / "examples.json"
+
+RATE_TARGET = 30_000
+PEER_TARGET = 0.5
+IMPORT_TARGET = 1.3
+
+Call = Callable[[], object]
 
 
 def submit_bytes(flow_id: str, response: object, request_id: str) -> bytes:
@@ -35,147 +55,245 @@ def submit_bytes(flow_id: str, response: object, request_id: str) -> bytes:
     )
 
 
-def time_per_call(calls: Sequence[Callable[[], object]], repeat: int) -> float:
-    """Best-of-``repeat`` seconds per call over the list (GC off while timing, as timeit does)."""
-    best = float("inf")
-    for _ in range(repeat):
-        gc.collect()
-        gc.disable()
-        try:
-            start = time.perf_counter()
-            for call in calls:
-                call()
-            elapsed = time.perf_counter() - start
-        finally:
-            gc.enable()
-        best = min(best, elapsed / len(calls))
-    return best
+def time_calls(calls: Sequence[Call]) -> float:
+    """Seconds per call over the list, GC left on."""
+    start = time.perf_counter()
+    for call in calls:
+        call()
+    return (time.perf_counter() - start) / len(calls)
 
 
-def emit_decoded(bus: LocalEventBus, raw: bytes) -> None:
-    """What a transport does with one submit line: decode it and put it on the bus."""
-    bus.emit(SUBMIT, msgspec.json.decode(raw))
-
-
-def open_and_submit(open_flow: Callable[[], object], bus: LocalEventBus, raw: bytes) -> None:
-    open_flow()
-    emit_decoded(bus, raw)
+# --- the 3-question form ------------------------------------------------------------------------
 
 
 def bench_valid(count: int, repeat: int) -> tuple[float, float]:
-    """(resolve, floor) seconds per valid submit that completes a 3-question flow."""
-    best_resolve = float("inf")
+    """Best-of-``repeat`` (resolve, floor) seconds per valid submit completing a 3-question flow."""
     payloads = [
         submit_bytes(f"tool:t{i}", {"kind": "answer", "answers": THREE_ANSWERS}, f"r{i}")
         for i in range(count)
     ]
-    acks: list[object] = []
+    decode = msgspec.json.decode
+    best_resolve = best_floor = float("inf")
     for _ in range(repeat):
         bus = LocalEventBus()
-        bus.on("pi-agent-ask:submit-result", acks.append)
+        acks: list[object] = []
+        bus.on(SUBMIT_RESULT, acks.append)
         host = FlowHost(bus)
         for i in range(count):
             host.start(THREE_QUESTIONS, tool_call_id=f"t{i}")
-        acks.clear()
-        calls = [partial(emit_decoded, bus, raw) for raw in payloads]
-        best_resolve = min(best_resolve, time_per_call(calls, 1))
+        emit = bus.emit
+        start = time.perf_counter()
+        for raw in payloads:
+            emit(SUBMIT, decode(raw))
+        best_resolve = min(best_resolve, (time.perf_counter() - start) / count)
         if len(acks) != count or not all(getattr(a, "ok", False) for a in acks):
             raise RuntimeError("not every benchmark submit was accepted")
-    floor = time_per_call([partial(msgspec.json.decode, raw) for raw in payloads], repeat)
-    return best_resolve, floor
+        start = time.perf_counter()
+        for raw in payloads:
+            decode(raw)
+        best_floor = min(best_floor, (time.perf_counter() - start) / count)
+    return best_resolve, best_floor
 
 
-def spec_requests() -> tuple[dict[str, Any], list[tuple[str, bytes]], list[tuple[str, bytes]]]:
-    """The spec's forms, and its example submits split into (form, bytes) valid and invalid."""
+# --- the spec's examples, core beside the peer --------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Case:
+    form: str
+    raw: bytes
+    label: str
+
+
+def spec_cases() -> tuple[dict[str, Any], list[Case], list[Case]]:
+    """The spec's forms; its first accepted submit per example (valid), and the refused submits
+    it makes while the flow is still open (invalid)."""
     data = json.loads(SPEC.read_text(encoding="utf-8"))
-    valid: list[tuple[str, bytes]] = []
-    invalid: list[tuple[str, bytes]] = []
+    valid: list[Case] = []
+    invalid: list[Case] = []
     for example in data["examples"]:
         if example["form"] == "G":
             continue  # random flow id
-        for step in example["steps"]:
-            ack = step["emitted"][-1]["data"]
-            target = valid if ack["ok"] else invalid
-            target.append((example["form"], msgspec.json.encode(step["request"])))
+        for n, step in enumerate(example["steps"], 1):
+            case = Case(
+                example["form"], json.dumps(step["request"]).encode(), f"ex{example['id']}.{n}"
+            )
+            if step["emitted"][-1]["data"]["ok"]:
+                valid.append(case)
+                break  # the flow is completed: later steps meet a closed flow
+            invalid.append(case)
     return data["forms"], valid, invalid
 
 
-def _hosts(bus: LocalEventBus, forms: dict[str, Any]) -> dict[str, FlowHost]:
-    return {
-        name: FlowHost(bus, present_single_as_multi=spec.get("presentSingleAsMulti", False))
-        for name, spec in forms.items()
+def keep_last(last: dict[str, object], channel: str) -> Callable[[object], None]:
+    """A listener that keeps only the latest payload (nothing piles up for the GC to walk)."""
+
+    def listener(data: object) -> None:
+        last[channel] = data
+
+    return listener
+
+
+class Side:
+    """One implementation (core or peer), ONE host per bus per form, a listener per channel."""
+
+    def __init__(self, name: str, forms: dict[str, Any]) -> None:
+        self.name = name
+        self.forms = forms
+        self.last: dict[str, object] = {}
+        self.emits: dict[str, Callable[[str, object], None]] = {}
+        self.starts: dict[str, Call] = {}
+        for form, spec in forms.items():
+            self._add(form, spec)
+
+    def _add(self, form: str, spec: dict[str, Any]) -> None:
+        as_multi = bool(spec.get("presentSingleAsMulti", False))
+        params, tool_call_id = spec["params"], spec.get("toolCallId")
+        last = self.last
+        if self.name == "core":
+            bus = LocalEventBus()
+            host = FlowHost(bus, present_single_as_multi=as_multi)
+            for channel in (STARTED, COMPLETED, SUBMIT_RESULT):
+                bus.on(channel, keep_last(last, channel))
+            self.emits[form] = bus.emit
+            self.starts[form] = lambda: host.start(params, tool_call_id=tool_call_id)
+        else:
+            peer_bus = peer_host.PeerBus()
+            peer = peer_host.PeerHost(peer_bus, present_single_as_multi=as_multi)
+            for channel in (STARTED, COMPLETED, SUBMIT_RESULT):
+                peer_bus.on(channel, keep_last(last, channel))
+            self.emits[form] = peer_bus.emit
+            self.starts[form] = lambda: peer.start(params, tool_call_id)
+
+    def decode(self, raw: bytes) -> object:
+        return msgspec.json.decode(raw) if self.name == "core" else json.loads(raw)
+
+    def open_and_submit(self, case: Case) -> Call:
+        start, emit = self.starts[case.form], self.emits[case.form]
+        decode = msgspec.json.decode if self.name == "core" else json.loads
+        raw = case.raw
+
+        def call() -> None:
+            start()
+            emit(SUBMIT, decode(raw))
+
+        return call
+
+    def submit(self, case: Case) -> Call:
+        emit = self.emits[case.form]
+        decode = msgspec.json.decode if self.name == "core" else json.loads
+        raw = case.raw
+        return lambda: emit(SUBMIT, decode(raw))
+
+    def outcome(self, case: Case, *, open_first: bool) -> tuple[object, object]:
+        """(ack, completed result) of one case as builtins, messages and timestamps aside."""
+        self.last.clear()
+        if open_first:
+            self.starts[case.form]()
+        self.emits[case.form](SUBMIT, self.decode(case.raw))
+        ack = msgspec.to_builtins(self.last.get(SUBMIT_RESULT))
+        if isinstance(ack, dict):
+            ack.pop("message", None)
+        completed = msgspec.to_builtins(self.last.get(COMPLETED))
+        result = completed.get("result") if isinstance(completed, dict) else None
+        if isinstance(result, dict) and "elaboration" in result:
+            result["elaboration"].pop("instruction")  # the core words its own (A27)
+        return ack, result
+
+
+def check_same_work(forms: dict[str, Any], valid: list[Case], invalid: list[Case]) -> None:
+    """Both sides give the same acknowledgements and results for every benchmarked case."""
+    for cases, open_first in ((valid, True), (invalid, False)):
+        core, peer = Side("core", forms), Side("peer", forms)
+        if not open_first:
+            for side in (core, peer):
+                for start in side.starts.values():
+                    start()
+        for case in cases:
+            ours, theirs = (
+                core.outcome(case, open_first=open_first),
+                peer.outcome(case, open_first=open_first),
+            )
+            if ours != theirs:
+                raise RuntimeError(f"core and peer differ on {case.label}: {ours} != {theirs}")
+
+
+def bench_spec_mix(repeat: int, rounds: int) -> tuple[float, float, float, float, int, int]:
+    """Best-of-``repeat`` seconds per (core valid, peer valid, core invalid, peer invalid), and the
+    number of valid and invalid cases; core and peer runs interleave."""
+    forms, valid, invalid = spec_cases()
+    check_same_work(forms, valid, invalid)
+    best = {
+        key: float("inf") for key in ("core-valid", "peer-valid", "core-invalid", "peer-invalid")
     }
-
-
-def bench_spec_mix(repeat: int, rounds: int) -> tuple[float, float, float, float]:
-    """(valid, valid floor, invalid, invalid floor) seconds per submit over the spec's examples.
-
-    A valid submit completes its flow, so each is preceded by opening one; the time of opening
-    alone, measured the same way, is subtracted. Invalid submits leave their flow open.
-    """
-    forms, valid, invalid = spec_requests()
-
-    def opener(hosts: dict[str, FlowHost], name: str) -> Callable[[], object]:
-        spec = forms[name]
-        return lambda: hosts[name].start(spec["params"], tool_call_id=spec["toolCallId"])
-
-    best_valid = best_invalid = float("inf")
     for _ in range(repeat):
-        bus = LocalEventBus()
-        hosts = _hosts(bus, forms)
-        opening = time_per_call([opener(hosts, n) for _ in range(rounds) for n, _ in valid], 1)
-        bus = LocalEventBus()
-        hosts = _hosts(bus, forms)
-        paired = [
-            partial(open_and_submit, opener(hosts, n), bus, raw)
-            for _ in range(rounds)
-            for n, raw in valid
-        ]
-        best_valid = min(best_valid, max(time_per_call(paired, 1) - opening, 0.0))
-        bus = LocalEventBus()
-        hosts = _hosts(bus, forms)
-        for name in forms:
-            if "toolCallId" in forms[name]:
-                opener(hosts, name)()
-        calls = [partial(emit_decoded, bus, raw) for _ in range(rounds) for _, raw in invalid]
-        best_invalid = min(best_invalid, time_per_call(calls, 1))
-    times = repeat * rounds
-    floor_valid = time_per_call([partial(msgspec.json.decode, raw) for _, raw in valid], times)
-    floor_invalid = time_per_call([partial(msgspec.json.decode, raw) for _, raw in invalid], times)
-    return best_valid, floor_valid, best_invalid, floor_invalid
+        for name in ("core", "peer"):
+            side = Side(name, forms)
+            calls = [side.open_and_submit(c) for _ in range(rounds) for c in valid]
+            best[f"{name}-valid"] = min(best[f"{name}-valid"], time_calls(calls))
+            side = Side(name, forms)
+            for start in side.starts.values():
+                start()
+            calls = [side.submit(c) for _ in range(rounds) for c in invalid]
+            best[f"{name}-invalid"] = min(best[f"{name}-invalid"], time_calls(calls))
+    return (
+        best["core-valid"],
+        best["peer-valid"],
+        best["core-invalid"],
+        best["peer-invalid"],
+        len(valid),
+        len(invalid),
+    )
+
+
+def verdict(ok: bool) -> str:
+    return "met" if ok else "MISSED"
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small counts, for a smoke run")
     args = parser.parse_args()
-    count, repeat, rounds, samples = (2_000, 2, 5, 5) if args.quick else (20_000, 5, 50, 21)
+    count, repeat, rounds, samples = (2_000, 2, 20, 5) if args.quick else (20_000, 5, 300, 21)
+    missed: list[str] = []
 
     resolve, floor = bench_valid(count, repeat)
+    rate_ok = 1 / resolve >= RATE_TARGET
     print(
         f"3-question form, valid submits: {resolve * 1e6:7.2f} us/submit "
-        f"({1 / resolve:,.0f}/s; target >= 30,000/s)"
+        f"({1 / resolve:,.0f}/s; target >= {RATE_TARGET:,}/s) {verdict(rate_ok)}"
     )
     print(
         f"  floor msgspec.json.decode:       {floor * 1e6:7.2f} us  ratio {resolve / floor:5.1f}x"
     )
-    valid, valid_floor, invalid, invalid_floor = bench_spec_mix(repeat, rounds)
-    print(
-        f"spec examples, valid mix:         {valid * 1e6:7.2f} us/submit  "
-        f"floor {valid_floor * 1e6:5.2f} us  ratio {valid / valid_floor:5.1f}x"
-    )
-    print(
-        f"spec examples, invalid mix:       {invalid * 1e6:7.2f} us/submit  "
-        f"floor {invalid_floor * 1e6:5.2f} us  ratio {invalid / invalid_floor:5.1f}x"
-    )
+    if not rate_ok:
+        missed.append(f"valid submits/s {1 / resolve:,.0f} < {RATE_TARGET:,}")
+
+    core_v, peer_v, core_i, peer_i, n_valid, n_invalid = bench_spec_mix(repeat, rounds)
+    for label, ours, theirs, n in (
+        ("open + valid submit", core_v, peer_v, n_valid),
+        ("invalid submit", core_i, peer_i, n_invalid),
+    ):
+        ratio = ours / theirs
+        ok = ratio <= PEER_TARGET
+        print(
+            f"spec examples, {label + ':':21s}{ours * 1e6:7.2f} us  peer {theirs * 1e6:7.2f} us  "
+            f"ratio {ratio:4.2f}x (target <= {PEER_TARGET}x; {n} cases) {verdict(ok)}"
+        )
+        if not ok:
+            missed.append(f"spec {label} {ratio:.2f}x the peer > {PEER_TARGET}x")
+
     base, core = compare_imports("msgspec", "pi_ask_core", samples)
+    import_ok = core / base < IMPORT_TARGET
     print(
         f"import msgspec {base * 1e3:6.2f} ms, import pi_ask_core {core * 1e3:6.2f} ms: "
-        f"ratio {core / base:4.2f}x (target < 1.3x, median of {samples})"
+        f"ratio {core / base:4.2f}x (target < {IMPORT_TARGET}x, median of {samples}) "
+        f"{verdict(import_ok)}"
     )
-    ok = 1 / resolve >= 30_000 and core / base < 1.3
-    print("targets met" if ok else "TARGETS MISSED")
-    return 0 if ok else 1
+    if not import_ok:
+        missed.append(f"import ratio {core / base:.2f} >= {IMPORT_TARGET}")
+    print("targets met" if not missed else "TARGETS MISSED: " + "; ".join(missed))
+    return 1 if missed else 0
 
 
 if __name__ == "__main__":

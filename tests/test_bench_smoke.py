@@ -16,15 +16,20 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 _NUMBER = r"[+-]?[\d,]+(?:\.\d+)?"
+_VERDICT = r"(met|MISSED)"
 
 FIGURES = {
     "core.py": [
-        rf"^3-question form, valid submits: +{_NUMBER} us/submit \({_NUMBER}/s",
+        rf"^3-question form, valid submits: +{_NUMBER} us/submit \({_NUMBER}/s; target"
+        rf" .*{_VERDICT}$",
         rf"^  floor msgspec\.json\.decode: +{_NUMBER} us +ratio +{_NUMBER}x",
-        rf"^spec examples, valid mix: +{_NUMBER} us/submit +floor +{_NUMBER} us",
-        rf"^spec examples, invalid mix: +{_NUMBER} us/submit +floor +{_NUMBER} us",
-        rf"^import msgspec +{_NUMBER} ms, import pi_ask_core +{_NUMBER} ms: ratio {_NUMBER}x",
-        r"^(targets met|TARGETS MISSED)$",
+        rf"^spec examples, open \+ valid submit: +{_NUMBER} us +peer +{_NUMBER} us +ratio"
+        rf" {_NUMBER}x .*{_VERDICT}$",
+        rf"^spec examples, invalid submit: +{_NUMBER} us +peer +{_NUMBER} us +ratio"
+        rf" {_NUMBER}x .*{_VERDICT}$",
+        rf"^import msgspec +{_NUMBER} ms, import pi_ask_core +{_NUMBER} ms: ratio {_NUMBER}x"
+        rf" .*{_VERDICT}$",
+        r"^(targets met|TARGETS MISSED: .+)$",
     ],
     "sdk.py": [
         rf"^client submit \+ await_result: +{_NUMBER} us/round trip \({_NUMBER}/s",
