@@ -32,14 +32,16 @@ FIGURES = {
         r"^(targets met|TARGETS MISSED: .+)$",
     ],
     "sdk.py": [
-        rf"^client submit \+ await_result: +{_NUMBER} us/round trip \({_NUMBER}/s",
+        rf"^client view \+ builder \+ respond: +{_NUMBER} us/round trip \({_NUMBER}/s",
         rf"^  floor bus\.emit\(SUBMIT\) to host: +{_NUMBER} us +overhead +{_NUMBER} us/round trip"
-        rf" +ratio +{_NUMBER}x",
+        rf" +ratio +{_NUMBER}x .*{_VERDICT}$",
+        rf"^  host\.start alone \(subtracted\): +{_NUMBER} us",
         rf"^import pi_ask_sdk: +{_NUMBER} ms +floor import msgspec, asyncio +{_NUMBER} ms"
-        rf" +ratio {_NUMBER} \(target < 1\.3\) (met|MISSED)",
+        rf" +ratio {_NUMBER} \(target < 1\.3\) {_VERDICT}",
         r"^  largest self import times \(ms\): +pi_ask_",
         rf"^retained after {_NUMBER} flows: +{_NUMBER} gc objects, {_NUMBER} B traced"
-        r" .*(met|MISSED)$",
+        rf" .*{_VERDICT}$",
+        r"^(targets met|TARGETS MISSED: .+)$",
     ],
 }
 
