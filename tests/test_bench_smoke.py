@@ -1,7 +1,8 @@
 """The benchmarks keep working: ``--quick`` runs print each of their figure lines.
 
-Only the shape of the figures is checked, never the targets (timings vary by machine), so the
-exit status is ignored unless the script crashed.
+Only the shape of the figures is checked, never the targets (timings vary by machine, and CI
+load varies): a run may exit 0 or 1, as long as 1 comes with the "TARGETS MISSED" summary and
+nothing crashed. The tox ``bench`` env runs the full benchmarks and fails on a missed target.
 """
 
 from __future__ import annotations
@@ -46,12 +47,27 @@ FIGURES = {
 }
 
 
-@pytest.mark.parametrize("script", sorted(FIGURES))
-def test_quick_run_prints_its_figures(script: str) -> None:
+RELAY_FIGURES = [
+    r"^Pi \S+ \((current|legacy)\), node ",
+    rf"^round trip, {_NUMBER} submits each, GC on \(ms\):$",
+    rf"^  SDK +\(respond via BridgeClient/RelayTransport\) +p50 {_NUMBER} +p99 {_NUMBER}$",
+    rf"^  floor \(bare asyncio, own process, same bytes\) +p50 {_NUMBER} +p99 {_NUMBER}$",
+    rf"^  SDK/floor p50 ratio {_NUMBER} \(target <= 1\.3\) {_VERDICT}; SDK p99 {_NUMBER} ms"
+    rf" \(target < 1 ms\) {_VERDICT}$",
+    rf"^cold start to first RPC response, median of {_NUMBER} \(ms\):$",
+    rf"^  with relay {_NUMBER} +without {_NUMBER} +ratio {_NUMBER} \(target <= 1\.10\)"
+    rf" {_VERDICT}$",
+    r"^(targets met|TARGETS MISSED: .+)$",
+]
+"""bench/relay.py needs a real Pi: tests/integration/test_bench_relay_smoke.py runs it."""
+
+
+def check_quick_run(script: str, patterns: list[str], *args: str) -> None:
+    """Run ``bench/<script> --quick [args]``; fail on a crash or a missing figure line."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     done = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / script), "--quick"],
+        [sys.executable, str(ROOT / "bench" / script), "--quick", *args],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -62,7 +78,14 @@ def test_quick_run_prints_its_figures(script: str) -> None:
     crashed = done.returncode not in (0, 1) or "Traceback" in done.stderr
     assert not crashed, f"{script} crashed:\n{done.stdout}\n{done.stderr}"
     lines = done.stdout.splitlines()
-    for pattern in FIGURES[script]:
+    for pattern in patterns:
         assert any(re.search(pattern, line) for line in lines), (
             f"{script} --quick printed no line matching {pattern!r}:\n{done.stdout}"
         )
+    # Exit 1 exactly when the summary says a target was missed.
+    assert (done.returncode == 1) == ("TARGETS MISSED" in done.stdout), done.stdout
+
+
+@pytest.mark.parametrize("script", sorted(FIGURES))
+def test_quick_run_prints_its_figures(script: str) -> None:
+    check_quick_run(script, FIGURES[script])
