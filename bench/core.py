@@ -28,10 +28,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -40,7 +42,7 @@ from common import ROOT, THREE_ANSWERS, THREE_QUESTIONS, compare_imports
 
 from pi_ask_core import COMPLETED, STARTED, SUBMIT, SUBMIT_RESULT, FlowHost, LocalEventBus
 
-SPEC = ROOT.parent / "shared" / "spec" / "examples.json"
+SPEC = Path(os.environ.get("PI_ASK_SPEC_DIR", ROOT.parent / "shared" / "spec")) / "examples.json"
 
 RATE_TARGET = 30_000
 PEER_TARGET = 0.5

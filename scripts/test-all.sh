@@ -3,7 +3,8 @@
 # `lint`, the real-Pi envs `pi` (Pi 1.6.0 on node 22) and `pi-legacy` (Pi 0.74.2 on the
 # machine's node 20), whose Pi and node come from npm through scripts/install-pi.sh, and `web`
 # (the web example in Debian's Chromium, scripts/install-browser.sh).
-# Extra arguments go to tox (e.g. `-e py311,lint`).
+# Extra arguments go to tox (e.g. `-e py311,lint`). With CI=true it takes no arguments and fails
+# unless all of Python 3.10, 3.11, 3.12 and 3.13 are there (so all four envs run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,7 +21,31 @@ for minor in 13 12 11 10; do
     fi
   done
 done
-if [ ${#envs[@]} -eq 0 ]; then
+case "${CI:-}" in
+  1 | true | TRUE | True | yes) ci=1 ;;
+  *) ci=0 ;;
+esac
+if [ "$ci" = 1 ]; then
+  # CI tests every supported Python or fails: never fewer because an interpreter is missing.
+  missing=()
+  for minor in 10 11 12 13; do
+    case " ${envs[*]} " in
+      *" py3$minor "*) ;;
+      *) missing+=("3.$minor") ;;
+    esac
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "test-all.sh: CI=true needs Python 3.10, 3.11, 3.12 and 3.13; missing under" \
+      "$pyenv_root/versions: ${missing[*]} (install them with pyenv)" >&2
+    exit 1
+  fi
+  if [ $# -gt 0 ]; then
+    echo "test-all.sh: CI=true runs the whole matrix; drop the arguments ($*)" >&2
+    exit 1
+  fi
+  # tox must not skip a missing interpreter either.
+  export PI_ASK_SKIP_MISSING_INTERPRETERS=false
+elif [ ${#envs[@]} -eq 0 ]; then
   # No pyenv: test on the python3 at hand.
   envs+=("py$(python3 -c 'import sys; print(f"{sys.version_info[0]}{sys.version_info[1]}")')")
 fi
