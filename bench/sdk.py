@@ -29,6 +29,7 @@ import subprocess
 import sys
 import time
 import tracemalloc
+from dataclasses import astuple, dataclass
 
 from common import IMPORT_ENV, ROOT, THREE_QUESTIONS, compare_imports
 
@@ -77,27 +78,53 @@ def _timed(start: float) -> float:
 # to a ``FlowHost`` with the very payloads the client sent, on forms opened beforehand.
 
 
-async def client_round_trips(count: int, *, capture: bool = False) -> tuple[float, list[object]]:
-    """Seconds per SDK round trip over ``count`` fresh forms (host.start included), and (with
-    ``capture``) the submit payloads as the transport put them on the bus."""
+@dataclass
+class Split:
+    """Seconds per round trip: ``start`` (host.start, which delivers ``started`` and so builds
+    the client's ``FlowView``), ``view`` (taking it from ``client.flows()``), ``build``
+    (``AnswerBuilder``), ``respond`` (``client.respond``)."""
+
+    start: float = 0.0
+    view: float = 0.0
+    build: float = 0.0
+    respond: float = 0.0
+
+    @property
+    def total(self) -> float:
+        return self.start + self.view + self.build + self.respond
+
+
+async def client_round_trips(count: int, *, capture: bool = False) -> tuple[Split, list[object]]:
+    """Seconds per SDK round trip over ``count`` fresh forms (host.start included), split in
+    parts, and (with ``capture``) the submit payloads as the transport put them on the bus."""
     bus = LocalEventBus()
     host = FlowHost(bus)
     sent: list[object] = []
     if capture:
         bus.on(SUBMIT, sent.append)
     accepted = 0
+    split = Split()
+    clock = time.perf_counter
     async with BridgeClient(MemoryTransport(bus, host)) as client:
         stream = client.flows()
-        start = time.perf_counter()
         for i in range(count):
+            t0 = clock()
             host.start(THREE_QUESTIONS, tool_call_id=f"t{i}")
+            t1 = clock()
             flow = await stream.next(timeout=5)
-            outcome = await client.respond(flow, build_answer(flow), timeout=5)
+            t2 = clock()
+            answer = build_answer(flow)
+            t3 = clock()
+            outcome = await client.respond(flow, answer, timeout=5)
+            t4 = clock()
+            split.start += t1 - t0
+            split.view += t2 - t1
+            split.build += t3 - t2
+            split.respond += t4 - t3
             accepted += isinstance(outcome, SubmitAccepted)
-        elapsed = _timed(start)
     if accepted != count:
         raise RuntimeError(f"only {accepted} of {count} client submits were accepted")
-    return elapsed / count, sent
+    return Split(*(part / count for part in astuple(split))), sent
 
 
 def host_starts(count: int) -> float:
@@ -132,16 +159,18 @@ def direct_round_trips(payloads: list[object]) -> float:
     return elapsed / len(payloads)
 
 
-def bench_round_trips(count: int, repeat: int) -> tuple[float, float, float]:
-    """Best-of-``repeat`` seconds (client incl. host.start, host.start alone, direct),
+def bench_round_trips(count: int, repeat: int) -> tuple[Split, float, float]:
+    """Best-of-``repeat`` (client round trip split, host.start alone, direct) seconds,
     interleaved."""
     _, payloads = asyncio.run(client_round_trips(count, capture=True))
     if not all(isinstance(p, dict) for p in payloads):
         raise RuntimeError("the memory transport no longer sends decoded JSON")
     # Same flow ids (tool:t0...) on a fresh host, so the same payloads resolve there too.
-    best_client = best_start = best_direct = float("inf")
+    best_client = Split(float("inf"))
+    best_start = best_direct = float("inf")
     for _ in range(repeat):
-        best_client = min(best_client, asyncio.run(client_round_trips(count))[0])
+        client = asyncio.run(client_round_trips(count))[0]
+        best_client = min(best_client, client, key=lambda split: split.total)
         best_start = min(best_start, host_starts(count))
         best_direct = min(best_direct, direct_round_trips(payloads))
     return best_client, best_start, best_direct
@@ -221,7 +250,7 @@ def main() -> int:
     missed: list[str] = []
 
     client, opening, direct = bench_round_trips(count, repeat)
-    sdk = client - opening
+    sdk = client.total - opening
     ratio = sdk / direct
     round_ok = ratio <= ROUND_TRIP_TARGET
     print(
@@ -235,7 +264,12 @@ def main() -> int:
     )
     print(
         f"  host.start alone (subtracted):   {opening * 1e6:7.2f} us  "
-        f"(measured with it: {client * 1e6:.2f} us)"
+        f"(measured with it: {client.total * 1e6:.2f} us)"
+    )
+    print(
+        f"  parts: started -> FlowView {(client.start - opening) * 1e6:.2f} us, "
+        f"flows() {client.view * 1e6:.2f} us, AnswerBuilder {client.build * 1e6:.2f} us, "
+        f"respond() {client.respond * 1e6:.2f} us (incl. the host's share)"
     )
     if not round_ok:
         missed.append(f"round trip {ratio:.2f}x the floor > {ROUND_TRIP_TARGET:.0f}x")

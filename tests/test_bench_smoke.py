@@ -37,6 +37,8 @@ FIGURES = {
         rf"^  floor bus\.emit\(SUBMIT\) to host: +{_NUMBER} us +overhead +{_NUMBER} us/round trip"
         rf" +ratio +{_NUMBER}x .*{_VERDICT}$",
         rf"^  host\.start alone \(subtracted\): +{_NUMBER} us",
+        rf"^  parts: started -> FlowView {_NUMBER} us, flows\(\) {_NUMBER} us, AnswerBuilder"
+        rf" {_NUMBER} us, respond\(\) {_NUMBER} us",
         rf"^import pi_ask_sdk: +{_NUMBER} ms +floor import msgspec, asyncio +{_NUMBER} ms"
         rf" +ratio {_NUMBER} \(target < 1\.3\) {_VERDICT}",
         r"^  largest self import times \(ms\): +pi_ask_",
