@@ -216,6 +216,8 @@ def check_same_work(forms: dict[str, Any], valid: list[Case], invalid: list[Case
                 core.outcome(case, open_first=open_first),
                 peer.outcome(case, open_first=open_first),
             )
+            if not isinstance(ours[0], dict) or (open_first and not isinstance(ours[1], dict)):
+                raise RuntimeError(f"no acknowledgement or result recorded for {case.label}")
             if ours != theirs:
                 raise RuntimeError(f"core and peer differ on {case.label}: {ours} != {theirs}")
 
