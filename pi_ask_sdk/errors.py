@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Literal
 
-from pi_ask_core import PiAskError
+from pi_ask_core import AnswerRule, PiAskError
 
 if TYPE_CHECKING:
     from .outcomes import SubmitTicket
@@ -28,6 +28,7 @@ __all__ = [
     "FlowAlreadyCompleted",
     "FlowClosed",
     "FlowMismatch",
+    "InvalidArgument",
     "InvalidRequestId",
     "InvalidResponse",
     "ResponseProblem",
@@ -43,6 +44,7 @@ BridgeErrorCode = Literal[
     "unknown_question",
     "unknown_option",
     "invalid_response",
+    "invalid_argument",
     "approval_mapping",
     "flow_mismatch",
     "flow_already_answered",
@@ -56,12 +58,9 @@ BridgeErrorCode = Literal[
     "transport_unavailable",
 ]
 
-ResponseProblem = Literal[
-    "too_many_values",
-    "duplicate_value",
-    "value_with_custom_text",
-]
-"""Why a response builder refused an answer (spec §4.3, checked locally)."""
+ResponseProblem = AnswerRule
+"""Why a response builder refused an answer: the rule of ``pi_ask_core.answers`` that the host
+would refuse it with (as ``invalid_answer``), checked locally in the host's order."""
 
 ApprovalProblem = Literal["question_not_in_form", "value_not_in_question", "unknown_button"]
 ConnectionLostReason = Literal["session_ended", "disconnected", "closed"]
@@ -109,14 +108,39 @@ class UnknownOption(BridgeError):
 
 
 class InvalidResponse(BridgeError):
-    """An answer the host would refuse as ``invalid_answer`` (spec §4.3), caught before sending."""
+    """An answer the host would refuse as ``invalid_answer`` (spec §4.3), caught before sending.
+
+    ``problem`` is the rule the host would apply and ``host_message`` the message it would send
+    (both from ``pi_ask_core.answers``, the host's own checks).
+    """
 
     code: Literal["invalid_response"] = "invalid_response"
+    host_error: Literal["invalid_answer"] = "invalid_answer"
 
     def __init__(self, question_id: str, problem: ResponseProblem, message: str) -> None:
         self.question_id = question_id
         self.problem: ResponseProblem = problem
-        super().__init__(f'Question "{question_id}": {message}')
+        self.host_message = message
+        super().__init__(f"{message} (rule {problem}; nothing was sent)")
+
+
+class InvalidArgument(BridgeError, TypeError):
+    """A builder was called with an argument of the wrong type, e.g. ``mode("approve")``,
+    ``custom_text(q, None)`` or a plain ``str`` where an ``OptionValue`` is required.
+    ``argument`` names the parameter."""
+
+    code: Literal["invalid_argument"] = "invalid_argument"
+
+    def __init__(self, method: str, argument: str, expected: str, got: object) -> None:
+        self.method = method
+        self.argument = argument
+        self.expected = expected
+        shown = repr(got)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        super().__init__(
+            f"{method}(): argument {argument!r} must be {expected}, "
+            f"got {type(got).__name__} {shown}."
+        )
 
 
 class ApprovalMappingError(BridgeError):

@@ -9,11 +9,11 @@ from types import ModuleType
 
 import pytest
 
-from pi_ask_sdk.testing import FakeHost
+from pi_ask_sdk.testing import AskParams, FakeHost
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
-RELEASE = {
+RELEASE: AskParams = {
     "questions": [
         {
             "id": "deploy",
@@ -110,7 +110,7 @@ async def test_policy_bridge_answers_with_its_rule_values(policy: ModuleType) ->
     ],
 )
 async def test_policy_bridge_fails_closed_with_an_explicit_cancel(
-    policy: ModuleType, form: dict[str, object], reason: str, caplog: pytest.LogCaptureFixture
+    policy: ModuleType, form: AskParams, reason: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     host = FakeHost()
     async with host.client() as client:
