@@ -43,7 +43,7 @@ from pi_ask_core import (
 from pi_ask_core import AskParams as AskParamsStruct
 
 from .client import BridgeClient
-from .errors import ConnectionLost
+from .errors import ConnectionLost, FlowMismatch
 from .forms import FlowView, QuestionId, _option_value, _question_id
 from .responses import Answer, Cancel, QuestionAnswer, _answer
 from .sync import SyncBridgeClient
@@ -250,14 +250,17 @@ class FakeHost:
         return handle
 
     def answer(self, flow: FlowHandle | str, response: Answer | Cancel) -> AskResult:
-        """The host's own user answers (or cancels) locally; emits ``completed``.
-        ``pi_ask_core.FlowHandle.complete`` takes a raw response instead."""
+        """The host's own user answers (or cancels) locally; emits ``completed``. A response
+        built for another flow raises ``FlowMismatch``; ``FlowHandle.complete`` takes a raw
+        response instead."""
         handle = self.flow(flow) if isinstance(flow, str) else flow
         if not isinstance(response, (Answer, Cancel)):
             raise TypeError(
                 f"FakeHost.answer() takes an Answer or a Cancel, not {type(response).__name__}; "
                 "use the FlowHandle's complete() for a raw response"
             )
+        if response.flow_id != handle.flow_id:
+            raise FlowMismatch(handle.flow_id, response.flow_id)
         return handle.complete(response.to_wire())
 
     def cancel(self, flow: FlowHandle | str) -> AskResult:

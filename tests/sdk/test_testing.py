@@ -179,3 +179,15 @@ def test_ask_params_typeddicts_match_the_wire_structs(typed: type, struct: type)
     fields = {key: required for key, _, required in _fields(struct)}
     assert set(typing.get_type_hints(typed)) == set(fields)
     assert typed.__required_keys__ == {key for key, required in fields.items() if required}  # type: ignore[attr-defined]
+
+
+def test_answer_refuses_a_response_built_for_another_flow(fake: FakeHost) -> None:
+    from pi_ask_sdk import Cancel, FlowMismatch
+
+    from .helpers import view_of
+
+    handle = fake.open(yes_no_params(), tool_call_id="c1")
+    other = view_of(yes_no_params(), tool_call_id="c2")
+    with pytest.raises(FlowMismatch):
+        fake.answer(handle, Cancel.of(other))
+    assert handle.is_open

@@ -202,6 +202,14 @@ def test_fail_file_errors_are_exactly_the_annotated_ones(
     )
 
 
+@pytest.mark.parametrize("path", PASS_FILES, ids=lambda path: path.name)
+def test_pass_file_runs(path: Path) -> None:
+    """The pass cases are real bridges: they also run (against FakeHost) without error."""
+    import runpy
+
+    runpy.run_path(str(path), run_name="__main__")
+
+
 def test_no_errors_outside_the_cases(
     as_is: MypyRun, without_ignores: tuple[MypyRun, dict[Path, Path]]
 ) -> None:
