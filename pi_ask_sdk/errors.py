@@ -9,12 +9,9 @@ authoritative for everything else (its refusals come back as ``SubmitRejected``,
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pi_ask_core import AnswerRule, PiAskError
-
-if TYPE_CHECKING:
-    from .outcomes import SubmitTicket
 
 __all__ = [
     "ApprovalMappingError",
@@ -32,7 +29,6 @@ __all__ = [
     "InvalidRequestId",
     "InvalidResponse",
     "ResponseProblem",
-    "SubmitTimeout",
     "TransportUnavailable",
     "UnknownOption",
     "UnknownQuestion",
@@ -51,7 +47,6 @@ BridgeErrorCode = Literal[
     "flow_already_completed",
     "invalid_request_id",
     "unknown_ticket",
-    "submit_timeout",
     "wait_timeout",
     "connection_lost",
     "client_not_open",
@@ -245,24 +240,6 @@ class UnknownTicket(BridgeError):
         super().__init__(f"Submit ticket {request_id!r} was issued by another client.")
 
 
-class SubmitTimeout(BridgeError, TimeoutError):
-    """No acknowledgement arrived in time: the submit's fate is unknown (never an answer/cancel).
-
-    The ticket stays valid, so ``await_result`` may be called again; a host whose session ended
-    never acknowledges (spec §3.6), which is why every wait has a timeout.
-    """
-
-    code: Literal["submit_timeout"] = "submit_timeout"
-
-    def __init__(self, ticket: SubmitTicket, timeout: float) -> None:
-        self.ticket = ticket
-        self.timeout = timeout
-        super().__init__(
-            f'No submit-result for request "{ticket.request_id}" (flow "{ticket.flow_id}") '
-            f"within {timeout:g} s; the submit may or may not have been applied."
-        )
-
-
 class WaitTimeout(BridgeError, TimeoutError):
     """A bounded wait (for a form, an event, or the sync facade's loop) ran out."""
 
@@ -277,8 +254,9 @@ class WaitTimeout(BridgeError, TimeoutError):
 class ConnectionLost(BridgeError):
     """The session ended or the connection to the host went away.
 
-    Pending ``await_result`` calls fail with it: their submits may or may not have been applied,
-    and none is ever reported as an answer or a cancel.
+    Raised by ``submit`` for a flow that is gone and by streams that have ended; ``respond`` and
+    ``await_result`` report it as a ``SubmitLost`` outcome instead (a submit that may or may not
+    have been applied, never reported as an answer or a cancel).
     """
 
     code: Literal["connection_lost"] = "connection_lost"
