@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+from typing_extensions import assert_never
+
 from pi_ask_sdk import AnswerBuilder, BridgeClient, Cancel, FlowView, QuestionView, Response
 
 Prompt = Callable[[str], str]
@@ -23,7 +25,7 @@ def show(flow: FlowView, write: Write) -> None:
     for question in flow.questions:
         write(f"{question.label}: {question.prompt}")
         for option in question.options:
-            star = " *" if option.recommended else ""
+            star = f" ({option.recommended})" if option.recommended else ""
             write(f"  {option.position}. {option.label}{star}")
 
 
@@ -71,11 +73,16 @@ async def serve(
         # input() blocks: ask in a worker thread so the connection keeps being served.
         response = await asyncio.to_thread(ask, flow, prompt, write)
         outcome = await client.respond(flow, response, timeout=10)
-        if outcome.kind == "accepted":
-            accepted += 1
-            write("sent.")
-        else:
-            write(f"refused: {outcome.error}: {outcome.message}")
+        match outcome.kind:
+            case "accepted":
+                accepted += 1
+                write("sent.")
+            case "rejected":
+                write(f"refused: {outcome.error}: {outcome.message}")
+            case "timed_out" | "lost":  # never an answer nor a cancel: say so
+                write(f"not confirmed ({outcome.kind}); check the form in Pi.")
+            case _:
+                assert_never(outcome.kind)
         handled += 1
         if limit is not None and handled >= limit:
             break

@@ -81,6 +81,8 @@ async def serve(
         outcome = await client.respond(flow, decision.response, timeout=timeout)
         if outcome.kind == "rejected":
             log.error("host refused our submit for %s: %s", flow.flow_id, outcome.message)
+        elif outcome.kind != "accepted":  # timed out or lost: neither an answer nor a cancel
+            log.error("no confirmation for %s (%s)", flow.flow_id, outcome.kind)
         outcomes.append(outcome)
         if limit is not None and len(outcomes) >= limit:
             break

@@ -1,8 +1,8 @@
 """A local web approval page: each open form, with the bridge's own buttons.
 
-The buttons are an explicit ``ApprovalMapping`` ("Approve" sends value ``yes`` for question
-``deploy``, "Reject" sends ``no``, "Dismiss" cancels). The mapping is checked against every form;
-a form it does not fit gets no buttons and is left to the person in Pi. Nothing is inferred from
+The buttons are an explicit ``ApprovalMapping`` declared from each form's own values ("Approve"
+sends value ``yes`` of question ``deploy``, "Reject" sends ``no``, "Dismiss" cancels). A form it
+does not fit gets no buttons and is left to the person in Pi. Nothing is inferred from
 labels or button names. The page listens on 127.0.0.1 only, and every post must carry the
 page's random token, so another site cannot press a button through the person's browser.
 
@@ -18,13 +18,15 @@ import argparse
 import html
 import secrets
 import threading
+from collections.abc import Callable
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs
 
+from typing_extensions import assert_never
+
 from pi_ask_sdk import (
     ApprovalMapping,
-    ApprovalMappingError,
     BoundApproval,
     BridgeError,
     CancelFlow,
@@ -35,13 +37,23 @@ from pi_ask_sdk import (
 )
 from pi_ask_sdk.transports.relay import discover
 
-DEPLOY_BUTTONS = ApprovalMapping(
-    {
-        "Approve": SelectOption("deploy", "yes"),
-        "Reject": SelectOption("deploy", "no"),
-        "Dismiss": CancelFlow(),
-    }
-)
+Buttons = Callable[[FlowView], BoundApproval]
+"""The buttons for one form; raises a ``BridgeError`` (e.g. ``UnknownQuestion``,
+``UnknownOption``) for a form they do not fit."""
+
+
+def deploy_buttons(flow: FlowView) -> BoundApproval:
+    """Approve / Reject / Dismiss for a form with a ``deploy`` question of values yes / no."""
+    deploy = flow.question("deploy")
+    buttons = ApprovalMapping(
+        {
+            "Approve": SelectOption(deploy.value("yes")),
+            "Reject": SelectOption(deploy.value("no")),
+            "Dismiss": CancelFlow(),
+        }
+    )
+    return buttons.bind(flow)
+
 
 PAGE = """<!doctype html>
 <html><head><meta charset="utf-8"><title>Pi approvals</title>
@@ -64,13 +76,13 @@ class ApprovalPage:
     def __init__(
         self,
         client: SyncBridgeClient,
-        mapping: ApprovalMapping = DEPLOY_BUTTONS,
+        buttons: Buttons = deploy_buttons,
         *,
         port: int = 0,
         timeout: float = 10.0,
     ) -> None:
         self.client = client
-        self.mapping = mapping
+        self.buttons = buttons
         self.timeout = timeout
         self.token = secrets.token_urlsafe(16)
         self.status = ""
@@ -121,21 +133,26 @@ class ApprovalPage:
         self._thread.join(timeout=self.timeout)
 
     def press(self, flow_id: str, button: str) -> None:
-        """What a button press does: bind the mapping to that form and send its response."""
+        """What a button press does: the form's buttons, then the response of the one pressed."""
         flow = self.client.open_flows.get(FlowId(flow_id))
         if flow is None:
             self.status = f"{flow_id} is no longer open."
             return
         try:
-            response = self.mapping.bind(flow).response(button)
+            response = self.buttons(flow).response(button)
             outcome = self.client.respond(flow, response, timeout=self.timeout)
-        except BridgeError as error:  # a mapping that does not fit, a lost connection, ...
+        except BridgeError as error:  # buttons that do not fit, a second press, ...
             self.status = f"{button} was not sent: {error}"
             return
-        if outcome.kind == "accepted":
-            self.status = f"{button} sent for {flow_id}: accepted."
-        else:
-            self.status = f"{button} refused for {flow_id}: {outcome.error}: {outcome.message}"
+        match outcome.kind:
+            case "accepted":
+                self.status = f"{button} sent for {flow_id}: accepted."
+            case "rejected":
+                self.status = f"{button} refused for {flow_id}: {outcome.error}: {outcome.message}"
+            case "timed_out" | "lost":
+                self.status = f"{button} for {flow_id} not confirmed ({outcome.kind}); check Pi."
+            case _:
+                assert_never(outcome.kind)
 
     def render(self) -> str:
         flows = [self._render_flow(flow) for flow in self.client.open_flows.values()]
@@ -144,15 +161,16 @@ class ApprovalPage:
 
     def _render_flow(self, flow: FlowView) -> str:
         e = html.escape
-        parts = [f'<div class="flow" id="{e(flow.flow_id)}"><h2>{e(flow.title or "Pi asks")}</h2>']
+        title = flow.title.text if flow.title else "Pi asks"
+        parts = [f'<div class="flow" id="{e(flow.flow_id)}"><h2>{e(title)}</h2>']
         for question in flow.questions:
             options = ", ".join(
-                f"{e(o.label)} (<code>{e(o.value)}</code>)" for o in question.options
+                f"{e(o.label.text)} (<code>{e(o.value)}</code>)" for o in question.options
             )
-            parts.append(f"<p><b>{e(question.prompt)}</b><br>{options}</p>")
+            parts.append(f"<p><b>{e(question.prompt.text)}</b><br>{options}</p>")
         try:
-            bound = self.mapping.bind(flow)
-        except ApprovalMappingError as error:
+            bound = self.buttons(flow)
+        except BridgeError as error:
             parts.append(
                 f'<p class="note">Not handled here ({e(str(error))}); answer it in Pi.</p>'
             )

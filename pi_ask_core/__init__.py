@@ -7,7 +7,16 @@ No I/O besides reading preview files named by a form.
 
 from msgspec import UNSET as _UNSET
 
-from .answers import AcceptedAnswer, AcceptedResponse, Selection, SubmitError
+from .answers import (
+    AcceptedAnswer,
+    AcceptedResponse,
+    AnswerProblem,
+    AnswerRule,
+    Selection,
+    SubmitError,
+    check_mode,
+    check_question_answer,
+)
 from .bus import EventBus, Handler, LocalEventBus, Unsubscribe
 from .errors import FormErrorKind, HostClosed, InvalidForm, PiAskError, SubmitRefused
 from .forms import Form, parse_form
@@ -72,7 +81,9 @@ __all__ = [
     "UNSET",
     "AcceptedAnswer",
     "AcceptedResponse",
+    "AnswerProblem",
     "AnswerResponse",
+    "AnswerRule",
     "AskContinuationPayload",
     "AskElaborationPayload",
     "AskOption",
@@ -123,6 +134,8 @@ __all__ = [
     "Unsubscribe",
     "__version__",
     "build_result",
+    "check_mode",
+    "check_question_answer",
     "parse_form",
     "submit_result_from_builtins",
 ]

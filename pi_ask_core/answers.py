@@ -20,17 +20,38 @@ __all__ = [
     "AcceptedAnswer",
     "AcceptedResponse",
     "AnswerProblem",
+    "AnswerRule",
     "Envelope",
     "FormIndex",
+    "QuestionIndex",
     "Selection",
     "SubmitError",
     "check_answer",
     "check_answer_response",
+    "check_mode",
+    "check_question_answer",
     "parse_envelope",
 ]
 
+AnswerRule = Literal[
+    "answers_not_object",
+    "invalid_mode",
+    "unknown_question",
+    "answer_not_object",
+    "values_not_strings",
+    "duplicate_value",
+    "too_many_values",
+    "custom_text_not_string",
+    "value_with_custom_text",
+    "note_not_string",
+    "option_notes_not_object",
+    "unknown_value",
+    "unknown_option_note",
+]
+"""Which answer rule (spec §4.2 A1-A4, §4.3 P1-P10) refused an answer; all are reported by the
+host as ``invalid_answer``. Listed in the order the host checks them."""
+
 _ABSENT: Final = object()
-_MODES: Final = ("submit", "elaborate")
 
 
 class SubmitError(msgspec.Struct, frozen=True):
@@ -52,9 +73,10 @@ class Envelope(msgspec.Struct, frozen=True):
 
 
 class AnswerProblem(msgspec.Struct, frozen=True):
-    """Why an answer response was refused (reported as ``invalid_answer``)."""
+    """Why an answer response was refused (reported as ``invalid_answer`` with ``message``)."""
 
     message: str
+    rule: AnswerRule
 
 
 class Selection(msgspec.Struct, frozen=True):
@@ -77,7 +99,9 @@ class AcceptedResponse(msgspec.Struct, frozen=True):
     answers: dict[str, AcceptedAnswer]  # JS key order; replaces the whole answer set
 
 
-class _QuestionIndex:
+class QuestionIndex:
+    """Lookup table for checking answers to one question (built once per question)."""
+
     __slots__ = ("options", "question")
 
     def __init__(self, question: AskQuestion) -> None:
@@ -94,7 +118,7 @@ class FormIndex:
     __slots__ = ("questions",)
 
     def __init__(self, questions: Sequence[AskQuestion]) -> None:
-        self.questions: dict[str, _QuestionIndex] = {q.id: _QuestionIndex(q) for q in questions}
+        self.questions: dict[str, QuestionIndex] = {q.id: QuestionIndex(q) for q in questions}
 
 
 def _is_object(value: object) -> TypeGuard[Mapping[str, object]]:
@@ -185,29 +209,54 @@ def check_answer_response(
     if not _is_object(answers):
         return AnswerProblem(
             "An answer response must include an answers object (question id -> answer), "
-            f"got {_kind_of(answers) if 'answers' in response else 'none'}."
+            f"got {_kind_of(answers) if 'answers' in response else 'none'}.",
+            "answers_not_object",
         )
-    mode = response.get("mode", "submit")
-    if mode not in _MODES or not isinstance(mode, str):
-        return AnswerProblem(f'Answer mode must be "submit" or "elaborate", got {_show(mode)}.')
+    mode = check_mode(response.get("mode", "submit"))
+    if isinstance(mode, AnswerProblem):
+        return mode
     accepted: list[tuple[str, AcceptedAnswer]] = []
     for key in js_ordered_keys(answers):
         index = form.questions.get(key) if isinstance(key, str) else None
         if index is None:
             known = ", ".join(f'"{qid}"' for qid in form.questions)
-            return AnswerProblem(f'Unknown question id "{key}"; this form has {known}.')
+            return AnswerProblem(
+                f'Unknown question id "{key}"; this form has {known}.', "unknown_question"
+            )
         answer = check_answer(key, answers[key], index)
         if isinstance(answer, AnswerProblem):
             return answer
         accepted.append((key, answer))
-    return AcceptedResponse("submit" if mode == "submit" else "elaborate", dict(accepted))
+    return AcceptedResponse(mode, dict(accepted))
 
 
-def check_answer(qid: str, entry: object, index: _QuestionIndex) -> AcceptedAnswer | AnswerProblem:
+def check_mode(mode: object) -> ResultMode | AnswerProblem:
+    """Check A2 of spec §4.2: an answer's ``mode`` (``"submit"`` when absent)."""
+    if mode == "submit" and isinstance(mode, str):
+        return "submit"
+    if mode == "elaborate" and isinstance(mode, str):
+        return "elaborate"
+    return AnswerProblem(
+        f'Answer mode must be "submit" or "elaborate", got {_show(mode)}.', "invalid_mode"
+    )
+
+
+def check_question_answer(question: AskQuestion, entry: object) -> AcceptedAnswer | AnswerProblem:
+    """Checks P1-P10 of spec §4.3 for one answer (decoded JSON) to ``question``, in the host's
+    order; the first failure wins. Pure: the same verdict and message the host would give.
+
+    For checking many answers to one form, build a ``FormIndex`` once and use
+    ``check_answer_response``.
+    """
+    return check_answer(question.id, entry, QuestionIndex(question))
+
+
+def check_answer(qid: str, entry: object, index: QuestionIndex) -> AcceptedAnswer | AnswerProblem:
     """Checks P1-P10 of spec §4.3 for one question's answer, in order."""
     if not _is_object(entry):
         return AnswerProblem(
-            f'The answer for question "{qid}" must be an object, not {_kind_of(entry)}.'
+            f'The answer for question "{qid}" must be an object, not {_kind_of(entry)}.',
+            "answer_not_object",
         )
     qtype = index.question.type
     get = entry.get
@@ -220,38 +269,46 @@ def check_answer(qid: str, entry: object, index: _QuestionIndex) -> AcceptedAnsw
     else:
         return AnswerProblem(
             f'values for question "{qid}" must be an array of option value strings, '
-            f"got {_show(raw_values)}."
+            f"got {_show(raw_values)}.",
+            "values_not_strings",
         )
     if len(values) > 1 and len(set(values)) != len(values):
         return AnswerProblem(
-            f'values for question "{qid}" must be unique, got {_show(list(values))}.'
+            f'values for question "{qid}" must be unique, got {_show(list(values))}.',
+            "duplicate_value",
         )
     if qtype != "multi" and len(values) > 1:
         return AnswerProblem(
             f'Question "{qid}" is a {qtype} question and accepts only one selected value, '
-            f"got {len(values)}."
+            f"got {len(values)}.",
+            "too_many_values",
         )
     custom = get("customText", _ABSENT)
     if custom is not _ABSENT and not isinstance(custom, str):
         return AnswerProblem(
-            f'customText for question "{qid}" must be a string, not {_kind_of(custom)}.'
+            f'customText for question "{qid}" must be a string, not {_kind_of(custom)}.',
+            "custom_text_not_string",
         )
     custom_text = custom if isinstance(custom, str) and not is_blank(custom) else None
     if custom_text is not None and qtype != "multi" and values:
         return AnswerProblem(
             f'Question "{qid}" is a {qtype} question and cannot combine a selected value '
-            "with custom text."
+            "with custom text.",
+            "value_with_custom_text",
         )
     note = get("note", _ABSENT)
     if note is not _ABSENT and not isinstance(note, str):
-        return AnswerProblem(f'note for question "{qid}" must be a string, not {_kind_of(note)}.')
+        return AnswerProblem(
+            f'note for question "{qid}" must be a string, not {_kind_of(note)}.', "note_not_string"
+        )
     raw_notes = get("optionNotes", _ABSENT)
     notes: Mapping[str, object] = {}
     if raw_notes is not _ABSENT:
         if not _is_object(raw_notes) or not _all_strings(raw_notes.values()):
             return AnswerProblem(
                 f'optionNotes for question "{qid}" must be an object mapping option values '
-                "to note strings."
+                "to note strings.",
+                "option_notes_not_object",
             )
         notes = raw_notes
     options = index.options
@@ -262,7 +319,8 @@ def check_answer(qid: str, entry: object, index: _QuestionIndex) -> AcceptedAnsw
             known = ", ".join(f'"{v}"' for v in options)
             return AnswerProblem(
                 f'Unknown option value "{value}" for question "{qid}"; send one of its option '
-                f"values ({known}), never a label."
+                f"values ({known}), never a label.",
+                "unknown_value",
             )
         selections.append(Selection(value, found[0], found[1]))
     kept: list[tuple[str, str]] = []
@@ -272,7 +330,8 @@ def check_answer(qid: str, entry: object, index: _QuestionIndex) -> AcceptedAnsw
             continue
         if not isinstance(key, str) or key not in options:
             return AnswerProblem(
-                f'optionNotes for question "{qid}" name unknown option value "{key}".'
+                f'optionNotes for question "{qid}" name unknown option value "{key}".',
+                "unknown_option_note",
             )
         kept.append((key, text))
     return AcceptedAnswer(

@@ -9,7 +9,7 @@ of its own where sharing would let one listener change another's view.
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Annotated, Final, Literal
 
 import msgspec
 from msgspec import UNSET, Struct, UnsetType
@@ -44,8 +44,10 @@ __all__ = [
     "InvalidInputError",
     "InvalidInputResult",
     "Issue",
+    "LabelStr",
     "NextAction",
     "OptionTarget",
+    "OptionValueStr",
     "QuestionState",
     "QuestionStatus",
     "QuestionTarget",
@@ -60,6 +62,7 @@ __all__ = [
     "SubmitRejection",
     "SubmitResultEvent",
     "UnsetType",
+    "WireRole",
     "submit_result_from_builtins",
 ]
 
@@ -88,6 +91,29 @@ QuestionStatus = Literal["answered", "needs_clarification", "unanswered"]
 NextAction = Literal["clarify", "clarify_then_reask"]
 
 
+class WireRole:
+    """A marker in ``Annotated`` saying what a ``str`` field holds on the wire.
+
+    Invisible to msgspec and to type checkers of ``pi_ask_core``; the ``pi_ask_wire`` stub
+    generator (``schema.py``) renders option values and labels as distinct types, so a bridge
+    handling plain dicts cannot put a label where a value goes.
+    """
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: Literal["OptionValue", "Label"]) -> None:
+        self.name: Literal["OptionValue", "Label"] = name
+
+    def __repr__(self) -> str:
+        return f"WireRole({self.name!r})"
+
+
+OptionValueStr = Annotated[str, WireRole("OptionValue")]
+"""An option ``value``: what a bridge sends to select an option."""
+LabelStr = Annotated[str, WireRole("Label")]
+"""A label: display text only, never sent to select anything."""
+
+
 class _Wire(Struct, frozen=True, kw_only=True, rename="camel"):
     """Base of all wire Structs: camelCase keys, keyword construction, immutable."""
 
@@ -96,8 +122,8 @@ class _Wire(Struct, frozen=True, kw_only=True, rename="camel"):
 
 
 class AskOption(_Wire, frozen=True, kw_only=True):
-    value: str
-    label: str
+    value: OptionValueStr
+    label: LabelStr
     description: str | UnsetType = UNSET
     preview: str | UnsetType = UNSET
     preview_file: str | UnsetType = UNSET
@@ -106,7 +132,7 @@ class AskOption(_Wire, frozen=True, kw_only=True):
 
 class AskQuestion(_Wire, frozen=True, kw_only=True):
     id: str
-    label: str
+    label: LabelStr
     prompt: str
     type: QuestionType
     requested_type: QuestionType | UnsetType = UNSET
@@ -135,24 +161,24 @@ class StartedEvent(_Wire, frozen=True, kw_only=True):
 
 class AskQuestionSummary(_Wire, frozen=True, kw_only=True):
     id: str
-    label: str
+    label: LabelStr
     prompt: str
     type: QuestionType
     presented_type: QuestionType | UnsetType = UNSET
 
 
 class AskResultAnswer(_Wire, frozen=True, kw_only=True):
-    values: list[str]
-    labels: list[str]
+    values: list[OptionValueStr]
+    labels: list[LabelStr]
     indices: list[int]
     custom_text: str | UnsetType = UNSET
     note: str | UnsetType = UNSET
-    option_notes: dict[str, str] | UnsetType = UNSET
+    option_notes: dict[OptionValueStr, str] | UnsetType = UNSET
 
 
 class ContextOption(_Wire, frozen=True, kw_only=True):
-    value: str
-    label: str
+    value: OptionValueStr
+    label: LabelStr
     description: str | UnsetType = UNSET
     preview: str | UnsetType = UNSET
     recommended: bool | UnsetType = UNSET
@@ -160,7 +186,7 @@ class ContextOption(_Wire, frozen=True, kw_only=True):
 
 class ElaborationQuestionContext(_Wire, frozen=True, kw_only=True):
     id: str
-    label: str
+    label: LabelStr
     prompt: str
     type: QuestionType
     presented_type: QuestionType | UnsetType = UNSET
@@ -168,11 +194,13 @@ class ElaborationQuestionContext(_Wire, frozen=True, kw_only=True):
 
 
 class QuestionTarget(_Wire, frozen=True, kw_only=True, tag_field="kind", tag="question"):
-    pass
+    if TYPE_CHECKING:
+        # Without fields, type checkers fall back to Struct's ``*args: Any`` constructor.
+        def __init__(self) -> None: ...
 
 
 class OptionTarget(_Wire, frozen=True, kw_only=True, tag_field="kind", tag="option"):
-    option_value: str
+    option_value: OptionValueStr
 
 
 class ElaborationItem(_Wire, frozen=True, kw_only=True):
@@ -252,10 +280,10 @@ class InvalidInputResult(_Wire, frozen=True, kw_only=True):
 
 
 class RemoteAnswer(_Wire, frozen=True, kw_only=True):
-    values: list[str] | UnsetType = UNSET
+    values: list[OptionValueStr] | UnsetType = UNSET
     custom_text: str | UnsetType = UNSET
     note: str | UnsetType = UNSET
-    option_notes: dict[str, str] | UnsetType = UNSET
+    option_notes: dict[OptionValueStr, str] | UnsetType = UNSET
 
 
 class AnswerResponse(_Wire, frozen=True, kw_only=True, tag_field="kind", tag="answer"):
@@ -264,7 +292,9 @@ class AnswerResponse(_Wire, frozen=True, kw_only=True, tag_field="kind", tag="an
 
 
 class CancelResponse(_Wire, frozen=True, kw_only=True, tag_field="kind", tag="cancel"):
-    pass
+    if TYPE_CHECKING:
+        # Without fields, type checkers fall back to Struct's ``*args: Any`` constructor.
+        def __init__(self) -> None: ...
 
 
 RemoteResponse = AnswerResponse | CancelResponse

@@ -12,7 +12,7 @@ import types
 import typing
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Final, Literal, get_args, get_origin
+from typing import Annotated, Final, Literal, get_args, get_origin
 
 import msgspec
 from msgspec import UnsetType
@@ -81,6 +81,9 @@ def json_schema() -> dict[str, object]:
 
 def _render(annotation: object) -> str:
     """A stub type expression for a Struct field annotation (``UnsetType`` already removed)."""
+    if get_origin(annotation) is Annotated:
+        roles = [m for m in annotation.__metadata__ if isinstance(m, protocol.WireRole)]  # type: ignore[attr-defined]
+        return roles[0].name if roles else _render(get_args(annotation)[0])
     if annotation is str or annotation is bool or annotation is int or annotation is float:
         return typing.cast(type, annotation).__name__
     if isinstance(annotation, type) and issubclass(annotation, msgspec.Struct):
@@ -104,7 +107,7 @@ def _fields(struct: type[msgspec.Struct]) -> Iterator[tuple[str, str, bool]]:
     assert isinstance(info, msgspec.inspect.StructType)
     if info.tag_field is not None:
         yield info.tag_field, f"Literal[{info.tag!r}]", True
-    hints = typing.get_type_hints(struct)
+    hints = typing.get_type_hints(struct, include_extras=True)
     for field in msgspec.structs.fields(struct):
         annotation = hints[field.name]
         args = get_args(annotation)
@@ -121,12 +124,18 @@ def typeddict_stub() -> str:
         '"""TypedDicts of the raw JSON payloads of the pi-agent-ask protocol (version 1).',
         "",
         "Generated from pi_ask_core.protocol by `python -m pi_ask_core.schema`; do not edit.",
-        "Keys that may be absent are NotRequired; they are never null.",
+        "Keys that may be absent are NotRequired; they are never null. Option values and labels",
+        "are distinct types (both str at run time), so a label never type-checks as a value.",
         '"""',
         "",
-        "from typing import Literal",
+        "from typing import Literal, NewType",
         "",
         "from typing_extensions import NotRequired, TypedDict",
+        "",
+        'OptionValue = NewType("OptionValue", str)',
+        '"""An option value of a started form: what a bridge sends to select that option."""',
+        'Label = NewType("Label", str)',
+        '"""A label: display text only, never sent to select anything."""',
         "",
     ]
     names = []
@@ -144,7 +153,12 @@ def typeddict_stub() -> str:
         "SubmitResultEvent = SubmitAck | SubmitRejection",
         "",
         "__all__ = [",
-        *(f'    "{name}",' for name in sorted([*names, "RemoteResponse", "SubmitResultEvent"])),
+        *(
+            f'    "{name}",'
+            for name in sorted(
+                [*names, "Label", "OptionValue", "RemoteResponse", "SubmitResultEvent"]
+            )
+        ),
         "]",
         "",
     ]

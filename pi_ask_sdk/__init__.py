@@ -1,8 +1,9 @@
 """pi_ask_sdk: write bridges that answer Pi ask forms with explicit option values.
 
 ``BridgeClient`` follows forms as typed ``FlowView``s and submits ``Answer``s (built with
-``AnswerBuilder`` from the form's own values) or explicit ``Cancel``s; ``await_result`` reports
-``SubmitAccepted | SubmitRejected`` or raises a typed error. ``SyncBridgeClient`` does the same for
+``AnswerBuilder`` from the form's own values) or explicit ``Cancel``s; ``respond`` and
+``await_result`` return every outcome as a value (``SubmitAccepted | SubmitRejected |
+SubmitTimedOut | SubmitLost``). ``SyncBridgeClient`` does the same for
 code that is not async. Test helpers (``FakeHost``) live in ``pi_ask_sdk.testing``.
 """
 
@@ -19,26 +20,37 @@ from .errors import (
     FlowAlreadyCompleted,
     FlowClosed,
     FlowMismatch,
+    InvalidArgument,
     InvalidRequestId,
     InvalidResponse,
     ResponseProblem,
-    SubmitTimeout,
     TransportUnavailable,
     UnknownOption,
     UnknownQuestion,
     UnknownTicket,
     WaitTimeout,
 )
-from .forms import FlowId, FlowView, OptionValue, OptionView, QuestionId, QuestionView
+from .forms import (
+    DisplayText,
+    FlowId,
+    FlowView,
+    OptionValue,
+    OptionView,
+    QuestionId,
+    QuestionView,
+)
 from .outcomes import (
     BridgeEvent,
     FlowCompleted,
     FlowStarted,
+    LostReason,
     SessionEnded,
     SubmitAccepted,
+    SubmitLost,
     SubmitOutcome,
     SubmitRejected,
     SubmitTicket,
+    SubmitTimedOut,
 )
 from .responses import (
     Answer,
@@ -76,6 +88,7 @@ __all__ = [
     "ClientStream",
     "ConnectionLost",
     "ConnectionLostReason",
+    "DisplayText",
     "EndReason",
     "FlowAlreadyAnswered",
     "FlowAlreadyCompleted",
@@ -85,8 +98,10 @@ __all__ = [
     "FlowMismatch",
     "FlowStarted",
     "FlowView",
+    "InvalidArgument",
     "InvalidRequestId",
     "InvalidResponse",
+    "LostReason",
     "MemoryTransport",
     "OptionValue",
     "OptionView",
@@ -98,10 +113,11 @@ __all__ = [
     "SelectOption",
     "SessionEnded",
     "SubmitAccepted",
+    "SubmitLost",
     "SubmitOutcome",
     "SubmitRejected",
     "SubmitTicket",
-    "SubmitTimeout",
+    "SubmitTimedOut",
     "SyncBridgeClient",
     "SyncClientStream",
     "Transport",

@@ -51,7 +51,6 @@ from .errors import (
     FlowAlreadyCompleted,
     FlowMismatch,
     InvalidRequestId,
-    SubmitTimeout,
     TransportUnavailable,
     UnknownTicket,
     WaitTimeout,
@@ -64,9 +63,11 @@ from .outcomes import (
     PendingSubmit,
     SessionEnded,
     SubmitAccepted,
+    SubmitLost,
     SubmitOutcome,
     SubmitRejected,
     SubmitTicket,
+    SubmitTimedOut,
 )
 from .responses import Response
 from .transports.base import EndReason, Transport, TransportFactory
@@ -334,26 +335,33 @@ class BridgeClient:
     async def await_result(
         self, ticket: SubmitTicket, *, timeout: float = DEFAULT_TIMEOUT
     ) -> SubmitOutcome:
-        """Wait for the host's verdict on ``ticket`` (matched by ``requestId`` and ``flowId``).
+        """The outcome of ``ticket``'s submit (matched by ``requestId`` and ``flowId``), as a
+        value: ``SubmitAccepted`` (with the flow's completion: it waits for both the
+        ``submit-result`` and ``completed``, in either order), ``SubmitRejected``,
+        ``SubmitTimedOut`` after ``timeout`` seconds in all (the ticket stays valid for another
+        wait) or ``SubmitLost`` when the session ended, the connection dropped or the client
+        closed first. A timed-out or lost submit is never reported as an answer or a cancel.
 
-        Raises ``SubmitTimeout`` after ``timeout`` seconds (the ticket stays valid for another
-        wait) and ``ConnectionLost`` when the session ended or the client closed first; neither
-        is ever turned into an answer or a cancel.
+        Raises only for a programming error: ``UnknownTicket`` for another client's ticket.
         """
         pending = ticket._pending
         if pending.owner is not self:
             raise UnknownTicket(ticket.request_id)
-        if not pending.future.done():
-            try:
-                await asyncio.wait_for(asyncio.shield(pending.future), timeout)
-            except asyncio.TimeoutError:
-                raise SubmitTimeout(ticket, timeout) from None
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        if not await _settled(pending.future, timeout):
+            return SubmitTimedOut(ticket, timeout)
         verdict = pending.future.result()
         if isinstance(verdict, str):
-            raise ConnectionLost(verdict)
-        if isinstance(verdict, SubmitAck):
-            return SubmitAccepted(ticket, pending.completion)
-        return SubmitRejected(ticket, verdict.error, verdict.message)
+            return SubmitLost(ticket.flow_id, verdict, ticket)
+        if not isinstance(verdict, SubmitAck):
+            return SubmitRejected(ticket, verdict.error, verdict.message)
+        if not await _settled(pending.completed, deadline - loop.time()):
+            return SubmitTimedOut(ticket, timeout, acknowledged=True)
+        completion = pending.completed.result()
+        if isinstance(completion, str):
+            return SubmitLost(ticket.flow_id, completion, ticket, acknowledged=True)
+        return SubmitAccepted(ticket, completion)
 
     async def respond(
         self,
@@ -363,8 +371,17 @@ class BridgeClient:
         timeout: float = DEFAULT_TIMEOUT,
         request_id: str | None = None,
     ) -> SubmitOutcome:
-        """``submit`` then ``await_result``."""
-        ticket = await self.submit(flow, response, request_id=request_id)
+        """``submit`` then ``await_result``: every outcome is a value. A flow that is already
+        gone (its session ended, the connection dropped, or it completed meanwhile) is
+        ``SubmitLost`` with nothing sent. Raises only for programming errors: ``FlowMismatch``,
+        ``FlowAlreadyAnswered`` (this client's submit was already accepted),
+        ``InvalidRequestId``, ``ClientNotOpen``."""
+        try:
+            ticket = await self.submit(flow, response, request_id=request_id)
+        except ConnectionLost as lost:
+            return SubmitLost(flow.flow_id, lost.reason)
+        except FlowAlreadyCompleted:
+            return SubmitLost(flow.flow_id, "flow_completed")
         return await self.await_result(ticket, timeout=timeout)
 
     # --- internals ---
@@ -515,8 +532,10 @@ class BridgeClient:
     def _drop_everything(self, reason: ConnectionLostReason) -> None:
         pending, self._pending = self._pending, {}
         for waiter in pending.values():
-            if not waiter.future.done():
-                waiter.future.set_result(reason)
+            waiter.lose(reason)
+        for closed in self._closed.values():
+            if isinstance(closed, PendingSubmit):  # accepted, its completion still to come
+                closed.lose(reason)
         if reason == "session_ended":
             for flow_id in self._open:
                 self._remember(flow_id, "session_ended")
@@ -533,6 +552,17 @@ class BridgeClient:
     def _publish(self, event: BridgeEvent) -> None:
         for stream in list(self._event_streams):
             stream._push(event)
+
+
+async def _settled(future: asyncio.Future[T], timeout: float) -> bool:
+    """Whether ``future`` is done within ``timeout`` seconds (never cancelling it)."""
+    if future.done():  # ready now: no timer (see ClientStream.next)
+        return True
+    try:
+        await asyncio.wait_for(asyncio.shield(future), max(timeout, 0.0))
+    except asyncio.TimeoutError:
+        return False
+    return True
 
 
 def _builtins(data: object) -> dict[str, object] | None:

@@ -47,7 +47,7 @@ def parse_choice(question: QuestionView, text: str) -> tuple[list[OptionValue], 
         elif question.has_value(part):
             values.append(question.value(part))
         else:
-            labels = {o.label.casefold(): o for o in question.options}
+            labels = {o.label.text.casefold(): o for o in question.options}
             match = labels.get(part.casefold())
             if match is not None:
                 raise ValueError(
@@ -131,7 +131,7 @@ async def answer_forms(
             if outcome.kind == "accepted":
                 accepted += 1
                 break
-            if not outcome.flow_still_open:
+            if outcome.kind != "rejected" or not outcome.flow_still_open:
                 break
             write("the form is still open; answer it again")
         handled += 1

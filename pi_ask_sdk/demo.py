@@ -138,7 +138,7 @@ async def run_demo(
         )
         outcome = await client.await_result(ticket, timeout=timeout)
         say(render_outcome(outcome))
-        if outcome.kind == "accepted" and outcome.completion is not None:
+        if outcome.kind == "accepted":
             say(render_completed(outcome.completion))
         elif handle.result is not None:
             say(render_result(handle.result))

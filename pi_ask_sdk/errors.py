@@ -9,12 +9,9 @@ authoritative for everything else (its refusals come back as ``SubmitRejected``,
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
-from pi_ask_core import PiAskError
-
-if TYPE_CHECKING:
-    from .outcomes import SubmitTicket
+from pi_ask_core import AnswerRule, PiAskError
 
 __all__ = [
     "ApprovalMappingError",
@@ -28,10 +25,10 @@ __all__ = [
     "FlowAlreadyCompleted",
     "FlowClosed",
     "FlowMismatch",
+    "InvalidArgument",
     "InvalidRequestId",
     "InvalidResponse",
     "ResponseProblem",
-    "SubmitTimeout",
     "TransportUnavailable",
     "UnknownOption",
     "UnknownQuestion",
@@ -43,25 +40,22 @@ BridgeErrorCode = Literal[
     "unknown_question",
     "unknown_option",
     "invalid_response",
+    "invalid_argument",
     "approval_mapping",
     "flow_mismatch",
     "flow_already_answered",
     "flow_already_completed",
     "invalid_request_id",
     "unknown_ticket",
-    "submit_timeout",
     "wait_timeout",
     "connection_lost",
     "client_not_open",
     "transport_unavailable",
 ]
 
-ResponseProblem = Literal[
-    "too_many_values",
-    "duplicate_value",
-    "value_with_custom_text",
-]
-"""Why a response builder refused an answer (spec §4.3, checked locally)."""
+ResponseProblem = AnswerRule
+"""Why a response builder refused an answer: the rule of ``pi_ask_core.answers`` that the host
+would refuse it with (as ``invalid_answer``), checked locally in the host's order."""
 
 ApprovalProblem = Literal["question_not_in_form", "value_not_in_question", "unknown_button"]
 ConnectionLostReason = Literal["session_ended", "disconnected", "closed"]
@@ -109,14 +103,39 @@ class UnknownOption(BridgeError):
 
 
 class InvalidResponse(BridgeError):
-    """An answer the host would refuse as ``invalid_answer`` (spec §4.3), caught before sending."""
+    """An answer the host would refuse as ``invalid_answer`` (spec §4.3), caught before sending.
+
+    ``problem`` is the rule the host would apply and ``host_message`` the message it would send
+    (both from ``pi_ask_core.answers``, the host's own checks).
+    """
 
     code: Literal["invalid_response"] = "invalid_response"
+    host_error: Literal["invalid_answer"] = "invalid_answer"
 
     def __init__(self, question_id: str, problem: ResponseProblem, message: str) -> None:
         self.question_id = question_id
         self.problem: ResponseProblem = problem
-        super().__init__(f'Question "{question_id}": {message}')
+        self.host_message = message
+        super().__init__(f"{message} (rule {problem}; nothing was sent)")
+
+
+class InvalidArgument(BridgeError, TypeError):
+    """A builder was called with an argument of the wrong type, e.g. ``mode("approve")``,
+    ``custom_text(q, None)`` or a plain ``str`` where an ``OptionValue`` is required.
+    ``argument`` names the parameter."""
+
+    code: Literal["invalid_argument"] = "invalid_argument"
+
+    def __init__(self, method: str, argument: str, expected: str, got: object) -> None:
+        self.method = method
+        self.argument = argument
+        self.expected = expected
+        shown = repr(got)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        super().__init__(
+            f"{method}(): argument {argument!r} must be {expected}, "
+            f"got {type(got).__name__} {shown}."
+        )
 
 
 class ApprovalMappingError(BridgeError):
@@ -221,24 +240,6 @@ class UnknownTicket(BridgeError):
         super().__init__(f"Submit ticket {request_id!r} was issued by another client.")
 
 
-class SubmitTimeout(BridgeError, TimeoutError):
-    """No acknowledgement arrived in time: the submit's fate is unknown (never an answer/cancel).
-
-    The ticket stays valid, so ``await_result`` may be called again; a host whose session ended
-    never acknowledges (spec §3.6), which is why every wait has a timeout.
-    """
-
-    code: Literal["submit_timeout"] = "submit_timeout"
-
-    def __init__(self, ticket: SubmitTicket, timeout: float) -> None:
-        self.ticket = ticket
-        self.timeout = timeout
-        super().__init__(
-            f'No submit-result for request "{ticket.request_id}" (flow "{ticket.flow_id}") '
-            f"within {timeout:g} s; the submit may or may not have been applied."
-        )
-
-
 class WaitTimeout(BridgeError, TimeoutError):
     """A bounded wait (for a form, an event, or the sync facade's loop) ran out."""
 
@@ -253,8 +254,9 @@ class WaitTimeout(BridgeError, TimeoutError):
 class ConnectionLost(BridgeError):
     """The session ended or the connection to the host went away.
 
-    Pending ``await_result`` calls fail with it: their submits may or may not have been applied,
-    and none is ever reported as an answer or a cancel.
+    Raised by ``submit`` for a flow that is gone and by streams that have ended; ``respond`` and
+    ``await_result`` report it as a ``SubmitLost`` outcome instead (a submit that may or may not
+    have been applied, never reported as an answer or a cancel).
     """
 
     code: Literal["connection_lost"] = "connection_lost"

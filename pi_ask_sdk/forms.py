@@ -1,15 +1,24 @@
 """Typed, read-only views of a started form: ``FlowView`` / ``QuestionView`` / ``OptionView``.
 
-Ids and option values are ``NewType``s of ``str`` so that mypy tells a value taken from the form
-apart from a label or any other string: a response builder accepts an ``OptionValue`` or an
-``OptionView``, never a bare ``str``. Lookups are by exact value/id; labels never match.
-Descriptions, previews and recommendation markers are presentation data only: they never change
-what is sent.
+What a bridge may send and what it may only show have different types:
+
+* ``OptionValue`` and ``QuestionId`` are ``str`` at run time, but neither can be constructed by
+  a bridge (``OptionValue("yes")`` is a mypy ``abstract`` error and a ``TypeError``): they come
+  only from a started form's views (``question.value("no")``, ``option.value``,
+  ``question.id``). A response builder accepts nothing else, so a label or any other string
+  never reaches the host as a value.
+* Labels, prompts, titles, descriptions, previews and the recommendation marker are
+  ``DisplayText``, which is not a ``str``: ``label == "Yes"`` is a mypy ``comparison-overlap``
+  error, and a label cannot be passed where a value or id is wanted. Render it with ``str()``
+  or ``.text``. Nothing a builder accepts can be obtained from a ``DisplayText``.
+
+Lookups are by exact value/id; labels never match.
 """
 
 from __future__ import annotations
 
-from typing import NewType
+import abc
+from typing import NewType, final
 
 import msgspec
 from msgspec import UnsetType
@@ -18,18 +27,124 @@ from pi_ask_core import AskOption, AskQuestion, FlowSource, QuestionType, Starte
 
 from .errors import UnknownOption, UnknownQuestion
 
-__all__ = ["FlowId", "FlowView", "OptionValue", "OptionView", "QuestionId", "QuestionView"]
+__all__ = [
+    "DisplayText",
+    "FlowId",
+    "FlowView",
+    "OptionValue",
+    "OptionView",
+    "QuestionId",
+    "QuestionView",
+]
 
 FlowId = NewType("FlowId", str)
-"""The ``flowId`` of a started event; what a submit is addressed to."""
-QuestionId = NewType("QuestionId", str)
-"""A question ``id`` from a started event (the keys of an answer)."""
-OptionValue = NewType("OptionValue", str)
-"""An option ``value`` from a started event: the only thing a bridge may send to select it."""
+"""The ``flowId`` of a started event; what a submit is addressed to (checked against the
+``FlowView`` a response was built from, so a made-up one is refused before sending)."""
 
 
-def _opt(value: str | UnsetType) -> str | None:
-    return None if isinstance(value, UnsetType) else value
+class QuestionId(str):
+    """A question ``id`` of a started form (the keys of an answer); a ``str`` at run time.
+
+    Obtained only from a form (``question.id``); ``QuestionId("deploy")`` is a type error.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, *args: object, **kwargs: object) -> QuestionId:
+        if cls is QuestionId:
+            raise TypeError("QuestionId cannot be constructed; take it from a QuestionView (.id)")
+        return super().__new__(cls, *args, **kwargs)
+
+    def __init_subclass__(cls) -> None:
+        if cls.__module__ != __name__:
+            raise TypeError("QuestionId cannot be subclassed")
+
+    @abc.abstractmethod
+    def _from_form(self) -> None:
+        """Marks the type abstract for type checkers: only this module makes instances."""
+
+
+@final
+class _QuestionId(QuestionId):
+    __slots__ = ()
+
+    def _from_form(self) -> None:
+        return None
+
+
+class OptionValue(str):
+    """An option ``value`` of a started form: the only thing a bridge may send to select it.
+
+    A ``str`` at run time (compare it, log it, use it as a key), but obtained only from a form
+    (``question.value("no")``, ``option.value``, ``question.values``): ``OptionValue("x")`` is a
+    type error (and a ``TypeError``). ``question_id`` is the question it belongs to.
+    """
+
+    def __new__(cls, *args: object, **kwargs: object) -> OptionValue:
+        if cls is OptionValue:
+            raise TypeError(
+                "OptionValue cannot be constructed; take it from a QuestionView "
+                '(question.value("..."), option.value)'
+            )
+        return super().__new__(cls, *args, **kwargs)
+
+    def __init_subclass__(cls) -> None:
+        if cls.__module__ != __name__:
+            raise TypeError("OptionValue cannot be subclassed")
+
+    @property
+    @abc.abstractmethod
+    def question_id(self) -> QuestionId:
+        """The question this value belongs to."""
+
+
+@final
+class _OptionValue(OptionValue):
+    # str subclasses cannot have non-empty __slots__; the question id lives in __dict__.
+    def __init__(self, text: str, question_id: QuestionId) -> None:
+        self._question_id = question_id
+
+    def __new__(cls, text: str, question_id: QuestionId) -> _OptionValue:
+        return str.__new__(cls, text)
+
+    @property
+    def question_id(self) -> QuestionId:
+        return self._question_id
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_OptionValue, (str(self), self._question_id))
+
+
+def _question_id(text: str) -> QuestionId:
+    return _QuestionId(text)
+
+
+def _option_value(text: str, question_id: QuestionId) -> OptionValue:
+    return _OptionValue(text, question_id)
+
+
+@final
+class DisplayText(msgspec.Struct, frozen=True):
+    """Text for display only (a label, prompt, title, description, preview or marker).
+
+    Not a ``str``, so it can never be compared with a string or passed as a value under mypy
+    ``--strict``; ``str(text)``, ``text.text`` and f-strings render it.
+    """
+
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __format__(self, spec: str) -> str:
+        return format(self.text, spec)
+
+
+def _display(value: str | UnsetType) -> DisplayText | None:
+    return None if isinstance(value, UnsetType) else DisplayText(value)
+
+
+RECOMMENDED: DisplayText = DisplayText("recommended")
 
 
 class OptionView(msgspec.Struct, frozen=True):
@@ -37,24 +152,25 @@ class OptionView(msgspec.Struct, frozen=True):
 
     question_id: QuestionId
     value: OptionValue
-    label: str
+    label: DisplayText
     position: int
     """1-based position in the question, as reported in result ``indices``."""
-    description: str | None = None
-    preview: str | None = None
-    recommended: bool | None = None
-    """Presentation marker only: it never changes what is sent, nor implies approval."""
+    description: DisplayText | None = None
+    preview: DisplayText | None = None
+    recommended: DisplayText | None = None
+    """``DisplayText("recommended")`` for an option the agent marked ``recommended``, else
+    ``None``. Presentation only: it never changes what is sent, nor implies approval."""
 
     @classmethod
     def from_wire(cls, question_id: QuestionId, option: AskOption, position: int) -> OptionView:
         return cls(
             question_id=question_id,
-            value=OptionValue(option.value),
-            label=option.label,
+            value=_option_value(option.value, question_id),
+            label=DisplayText(option.label),
             position=position,
-            description=_opt(option.description),
-            preview=_opt(option.preview),
-            recommended=None if isinstance(option.recommended, UnsetType) else option.recommended,
+            description=_display(option.description),
+            preview=_display(option.preview),
+            recommended=RECOMMENDED if option.recommended is True else None,
         )
 
 
@@ -66,8 +182,8 @@ class QuestionView(msgspec.Struct, frozen=True):
     """
 
     id: QuestionId
-    label: str
-    prompt: str
+    label: DisplayText
+    prompt: DisplayText
     type: QuestionType
     requested_type: QuestionType
     required: bool
@@ -75,11 +191,11 @@ class QuestionView(msgspec.Struct, frozen=True):
 
     @classmethod
     def from_wire(cls, question: AskQuestion) -> QuestionView:
-        qid = QuestionId(question.id)
+        qid = _question_id(question.id)
         return cls(
             id=qid,
-            label=question.label,
-            prompt=question.prompt,
+            label=DisplayText(question.label),
+            prompt=DisplayText(question.prompt),
             type=question.type,
             requested_type=question.requested,
             required=question.required,
@@ -98,11 +214,6 @@ class QuestionView(msgspec.Struct, frozen=True):
     def values(self) -> tuple[OptionValue, ...]:
         return tuple(option.value for option in self.options)
 
-    @property
-    def recommended(self) -> tuple[OptionView, ...]:
-        """Options marked ``recommended: true`` (presentation only; never auto-selected)."""
-        return tuple(option for option in self.options if option.recommended)
-
     def option(self, value: str) -> OptionView:
         """The option whose *value* is exactly ``value``; raises ``UnknownOption`` otherwise.
 
@@ -110,13 +221,14 @@ class QuestionView(msgspec.Struct, frozen=True):
         """
         # A linear scan: forms have a handful of options, and no index keeps the view a plain,
         # cheap-to-create Struct.
-        for option in self.options:
-            if option.value == value:
-                return option
-        raise UnknownOption(self.id, value, self.values)
+        if isinstance(value, str):
+            for option in self.options:
+                if option.value == value:
+                    return option
+        raise UnknownOption(self.id, value if isinstance(value, str) else repr(value), self.values)
 
     def value(self, value: str) -> OptionValue:
-        """``value`` checked against this question's option values, typed as an ``OptionValue``."""
+        """This question's ``OptionValue`` that is exactly ``value``; ``UnknownOption`` if none."""
         return self.option(value).value
 
     def has_value(self, value: str) -> bool:
@@ -133,7 +245,7 @@ class FlowView(msgspec.Struct, frozen=True):
     flow_id: FlowId
     tool_call_id: str | None
     source: FlowSource
-    title: str | None
+    title: DisplayText | None
     created_at: float
     questions: tuple[QuestionView, ...]
     replay: bool = False
@@ -142,9 +254,9 @@ class FlowView(msgspec.Struct, frozen=True):
     def from_started(cls, event: StartedEvent, *, replay: bool = False) -> FlowView:
         return cls(
             flow_id=FlowId(event.flow_id),
-            tool_call_id=_opt(event.tool_call_id),
+            tool_call_id=None if isinstance(event.tool_call_id, UnsetType) else event.tool_call_id,
             source=event.source,
-            title=_opt(event.title),
+            title=_display(event.title),
             created_at=event.created_at,
             questions=tuple(QuestionView.from_wire(question) for question in event.questions),
             replay=replay,
@@ -159,7 +271,7 @@ class FlowView(msgspec.Struct, frozen=True):
         for question in self.questions:
             if question.id == question_id:
                 return question
-        raise UnknownQuestion(self.flow_id, question_id, self.question_ids)
+        raise UnknownQuestion(self.flow_id, str(question_id), self.question_ids)
 
     def has_question(self, question_id: str) -> bool:
         return any(question.id == question_id for question in self.questions)

@@ -1,8 +1,9 @@
 """What a bridge gets back: submit tickets and outcomes, and the events of the client stream.
 
-Both are tagged unions (``kind``), so a ``match`` or ``isinstance`` chain is exhaustive under
-mypy: ``SubmitOutcome = SubmitAccepted | SubmitRejected`` and
-``BridgeEvent = FlowStarted | FlowCompleted | SessionEnded``.
+Both are closed, tagged unions (``kind``), so a ``match`` with ``assert_never`` proves every case
+is handled: ``SubmitOutcome = SubmitAccepted | SubmitRejected | SubmitTimedOut | SubmitLost``
+and ``BridgeEvent = FlowStarted | FlowCompleted | SessionEnded``. A timed-out or lost submit is
+never reported as an answer or a cancel.
 """
 
 from __future__ import annotations
@@ -21,12 +22,19 @@ __all__ = [
     "BridgeEvent",
     "FlowCompleted",
     "FlowStarted",
+    "LostReason",
     "SessionEnded",
     "SubmitAccepted",
+    "SubmitLost",
     "SubmitOutcome",
     "SubmitRejected",
     "SubmitTicket",
+    "SubmitTimedOut",
 ]
+
+LostReason = Literal["session_ended", "disconnected", "closed", "flow_completed"]
+"""Why a submit was lost: the session ended, the connection dropped, the client was closed, or
+(with nothing sent) the flow had already completed, e.g. answered in Pi meanwhile."""
 
 
 @final
@@ -67,9 +75,14 @@ BridgeEvent: TypeAlias = FlowStarted | FlowCompleted | SessionEnded
 
 
 class PendingSubmit:
-    """Internal: the waiter a ``SubmitTicket`` refers to (armed before the submit is sent)."""
+    """Internal: the waiter a ``SubmitTicket`` refers to (armed before the submit is sent).
 
-    __slots__ = ("completion", "flow", "flow_id", "future", "owner", "request_id")
+    ``future`` gets the host's verdict (or why it never will); ``completed`` the flow's
+    ``completed`` event once a submit is accepted (or why it never will), set through
+    ``completion``, in either order.
+    """
+
+    __slots__ = ("_completion", "completed", "flow", "flow_id", "future", "owner", "request_id")
 
     def __init__(
         self,
@@ -82,12 +95,32 @@ class PendingSubmit:
         self.request_id = request_id
         self.flow_id = flow_id
         self.future = future
-        self.completion: FlowCompleted | None = None
+        self.completed: asyncio.Future[FlowCompleted | ConnectionLostReason] = (
+            future.get_loop().create_future()
+        )
+        self._completion: FlowCompleted | None = None
+        self.flow: FlowView | None = None  # the open form, kept from acceptance to completion
+
+    @property
+    def completion(self) -> FlowCompleted | None:
+        return self._completion
+
+    @completion.setter
+    def completion(self, completion: FlowCompleted) -> None:
+        self._completion = completion
+        if not self.completed.done():
+            self.completed.set_result(completion)
+
+    def lose(self, reason: ConnectionLostReason) -> None:
+        """No verdict, or no completion after an acceptance, will come."""
+        if not self.future.done():
+            self.future.set_result(reason)
+        if not self.completed.done():
+            self.completed.set_result(reason)
 
     def __repr__(self) -> str:
         state = "done" if self.future.done() else "waiting"
         return f"<PendingSubmit {self.request_id!r} {state}>"
-        self.flow: FlowView | None = None  # the open form, kept from acceptance to completion
 
 
 @final
@@ -102,14 +135,11 @@ class SubmitTicket(msgspec.Struct, frozen=True):
 
 @final
 class SubmitAccepted(msgspec.Struct, frozen=True):
-    """The host accepted the submit (``ok: true``); the flow is complete.
-
-    ``completion`` is the flow's ``completed`` event when the client has seen it by the time the
-    outcome is returned (the two may arrive in either order); otherwise watch ``events()``.
-    """
+    """The host accepted the submit (``ok: true``) and the flow completed with ``completion``
+    (its ``completed`` event; the two may arrive in either order, and this waits for both)."""
 
     ticket: SubmitTicket
-    completion: FlowCompleted | None = None
+    completion: FlowCompleted
     kind: Literal["accepted"] = "accepted"
 
 
@@ -131,4 +161,38 @@ class SubmitRejected(msgspec.Struct, frozen=True):
         return self.error != "flow_not_found"
 
 
-SubmitOutcome: TypeAlias = SubmitAccepted | SubmitRejected
+@final
+class SubmitTimedOut(msgspec.Struct, frozen=True):
+    """No outcome within ``timeout`` seconds: the submit's fate is unknown, and it is neither
+    an answer nor a cancel. ``acknowledged`` is true when the host's acceptance was seen but
+    not yet the flow's completion. The ticket stays valid: ``await_result`` it again."""
+
+    ticket: SubmitTicket
+    timeout: float
+    acknowledged: bool = False
+    kind: Literal["timed_out"] = "timed_out"
+
+
+@final
+class SubmitLost(msgspec.Struct, frozen=True):
+    """The submit's flow was lost before its outcome was known: the session ended, the
+    connection dropped or the client closed (``reason``). It is neither an answer nor a cancel.
+
+    ``ticket`` is ``None`` when nothing was sent (``respond`` on a flow already gone, reason
+    ``flow_completed`` for a flow that completed first); ``acknowledged`` is true when the
+    host's acceptance was seen but not the flow's completion.
+    """
+
+    flow_id: FlowId
+    reason: LostReason
+    ticket: SubmitTicket | None = None
+    acknowledged: bool = False
+    kind: Literal["lost"] = "lost"
+
+    @property
+    def sent(self) -> bool:
+        return self.ticket is not None
+
+
+SubmitOutcome: TypeAlias = SubmitAccepted | SubmitRejected | SubmitTimedOut | SubmitLost
+"""Every outcome of a submit, as a value: match it with ``assert_never`` in the default case."""

@@ -38,13 +38,13 @@ def render_question(question: QuestionView, number: int) -> list[str]:
     lines = [head, f"   {question.prompt}"]
     width = max(len(option.value) for option in question.options)
     for option in question.options:
-        marker = " (recommended)" if option.recommended else ""
+        marker = f" ({option.recommended})" if option.recommended else ""
         line = f"   {option.position}) {option.value.ljust(width)}  {option.label}{marker}"
         if option.description:
             line += f" - {option.description}"
         lines.append(line)
         if option.preview:
-            lines.extend(f"        | {text}" for text in option.preview.splitlines())
+            lines.extend(f"        | {text}" for text in option.preview.text.splitlines())
     return lines
 
 
@@ -89,11 +89,18 @@ def render_submit(event: SubmitEvent) -> str:
 
 
 def render_outcome(outcome: SubmitOutcome) -> str:
-    ticket = outcome.ticket
+    if outcome.kind == "lost":
+        what = f"submit {outcome.ticket.request_id}" if outcome.ticket else "nothing was sent"
+        seen = "; accepted, completion not seen" if outcome.acknowledged else ""
+        return f"{what}: lost ({outcome.reason}{seen}): neither an answer nor a cancel"
+    request_id = outcome.ticket.request_id
     if outcome.kind == "accepted":
-        return f"submit-result {ticket.request_id}: accepted"
+        return f"submit-result {request_id}: accepted"
+    if outcome.kind == "timed_out":
+        seen = "accepted, completion not seen" if outcome.acknowledged else "no submit-result"
+        return f"submit {request_id}: timed out after {outcome.timeout:g} s ({seen}); fate unknown"
     still = "the form is still open" if outcome.flow_still_open else "the flow is gone"
-    return f"submit-result {ticket.request_id}: {outcome.error} ({still})\n  {outcome.message}"
+    return f"submit-result {request_id}: {outcome.error} ({still})\n  {outcome.message}"
 
 
 def _render_answer(qid: str, answer: AskResultAnswer) -> str:

@@ -1,18 +1,23 @@
-"""Responses built from a form's own objects: ``Answer`` (via ``AnswerBuilder``) or ``Cancel``.
+"""Responses built from a form's own objects: ``Answer`` (only via ``AnswerBuilder``) or ``Cancel``.
 
-A bridge selects options by ``OptionView`` or by ``OptionValue`` found in the started form; a
-label is never matched. The builder applies the host's answer rules (spec §4.3) as each call is
-made, so a mistake raises at the line that made it, naming the question and value, instead of
-coming back later as ``invalid_answer``. The host stays authoritative.
+A bridge selects options by ``OptionView`` or by ``OptionValue`` taken from the started form; a
+label is never matched, and neither a label nor a plain ``str`` type-checks as a value. The
+builder runs the host's own answer checks (``pi_ask_core.answers``, spec §4.3) as each call is
+made, in the host's order, so a mistake raises at the line that made it with the rule and
+message the host would give (``InvalidResponse``), instead of coming back later as
+``invalid_answer``. Arguments of the wrong type raise ``InvalidArgument`` naming the argument.
+The host stays authoritative.
 
+``Answer`` cannot be constructed directly (a mypy ``abstract`` error and a ``TypeError``).
 Cancel is its own type: an ``Answer`` can never mean cancel, and nothing here infers approval or
 cancellation from labels or button names. Bridges with their own buttons declare an explicit
-``ApprovalMapping`` (button -> question id + option value, or -> cancel), checked against each
-form when bound.
+``ApprovalMapping`` (button -> an ``OptionValue`` of the form, or -> cancel), checked against
+each form when bound.
 """
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Iterator, Mapping
 from typing import Literal, TypeAlias, final
 
@@ -20,10 +25,24 @@ import msgspec
 from msgspec import UNSET
 from typing_extensions import Self
 
-from pi_ask_core import AnswerResponse, CancelResponse, RemoteAnswer, ResultMode
+from pi_ask_core import (
+    AnswerResponse,
+    AskOption,
+    AskQuestion,
+    CancelResponse,
+    RemoteAnswer,
+    ResultMode,
+)
+from pi_ask_core.answers import AnswerProblem, QuestionIndex, check_answer, check_mode
 from pi_ask_core.js import is_blank
 
-from .errors import ApprovalMappingError, InvalidResponse, UnknownOption, UnknownQuestion
+from .errors import (
+    ApprovalMappingError,
+    InvalidArgument,
+    InvalidResponse,
+    UnknownOption,
+    UnknownQuestion,
+)
 from .forms import FlowId, FlowView, OptionValue, OptionView, QuestionId, QuestionView
 
 __all__ = [
@@ -51,30 +70,67 @@ class QuestionAnswer(msgspec.Struct, frozen=True):
 
     def to_wire(self) -> RemoteAnswer:
         return RemoteAnswer(
-            values=list(self.values) if self.values else UNSET,
+            values=[str(value) for value in self.values] if self.values else UNSET,
             custom_text=UNSET if self.custom_text is None else self.custom_text,
             note=UNSET if self.note is None else self.note,
-            option_notes=dict(self.option_notes) if self.option_notes else UNSET,
+            option_notes=(
+                {str(value): text for value, text in self.option_notes}
+                if self.option_notes
+                else UNSET
+            ),
         )
 
+    def to_builtins(self) -> dict[str, object]:
+        """The answer as decoded JSON (what the host's checks take)."""
+        entry: dict[str, object] = {}
+        if self.values:
+            entry["values"] = [str(value) for value in self.values]
+        if self.custom_text is not None:
+            entry["customText"] = self.custom_text
+        if self.note is not None:
+            entry["note"] = self.note
+        if self.option_notes:
+            entry["optionNotes"] = {str(value): text for value, text in self.option_notes}
+        return entry
 
-@final
+
 class Answer(msgspec.Struct, frozen=True):
-    """An answer for one flow. It replaces the host's whole answer set: questions not listed
-    end up unanswered. Build it with ``AnswerBuilder`` so it is checked against the form."""
+    """An answer for one flow, made only by ``AnswerBuilder.build()`` (so it was checked
+    against the form). It replaces the host's whole answer set: questions not listed end up
+    unanswered."""
 
     flow_id: FlowId
     answers: tuple[tuple[QuestionId, QuestionAnswer], ...]
     mode: ResultMode = "submit"
     kind: Literal["answer"] = "answer"
 
+    def __post_init__(self) -> None:
+        if type(self) is Answer:
+            raise TypeError("Answer cannot be constructed directly; use AnswerBuilder(flow)")
+
+    @abc.abstractmethod
+    def _built(self) -> None:
+        """Marks ``Answer`` abstract for type checkers: only ``AnswerBuilder`` makes one."""
+
     def get(self, question_id: str) -> QuestionAnswer | None:
         return next((answer for qid, answer in self.answers if qid == question_id), None)
 
     def to_wire(self) -> AnswerResponse:
         return AnswerResponse(
-            mode=self.mode, answers={qid: answer.to_wire() for qid, answer in self.answers}
+            mode=self.mode, answers={str(qid): answer.to_wire() for qid, answer in self.answers}
         )
+
+
+@final
+class _BuiltAnswer(Answer, frozen=True):
+    def _built(self) -> None:
+        return None
+
+
+def _answer(
+    flow_id: FlowId, answers: tuple[tuple[QuestionId, QuestionAnswer], ...], mode: ResultMode
+) -> Answer:
+    return _BuiltAnswer(flow_id=flow_id, answers=answers, mode=mode)
 
 
 @final
@@ -111,124 +167,170 @@ class _Draft:
         )
 
 
+def _rules(view: QuestionView) -> QuestionIndex:
+    """The host's view of a question, rebuilt from the form view, for the core's checks."""
+    return QuestionIndex(
+        AskQuestion(
+            id=str(view.id),
+            label=view.label.text,
+            prompt=view.prompt.text,
+            type=view.type,
+            options=[AskOption(value=str(o.value), label=o.label.text) for o in view.options],
+        )
+    )
+
+
 class AnswerBuilder:
     """Builds an ``Answer`` for one form, checking each call against that form.
 
     Every method returns the builder, so calls chain; ``build()`` returns an immutable
-    ``Answer`` and may be called again after further changes.
+    ``Answer`` and may be called again after further changes. A call that raises leaves the
+    builder as it was.
     """
 
-    __slots__ = ("_drafts", "_flow", "_mode")
+    __slots__ = ("_drafts", "_flow", "_mode", "_rules")
 
     def __init__(self, flow: FlowView, *, mode: ResultMode = "submit") -> None:
+        if not isinstance(flow, FlowView):
+            raise InvalidArgument("AnswerBuilder", "flow", "a FlowView", flow)
         self._flow = flow
-        self._mode: ResultMode = mode
+        self._mode: ResultMode = self._checked_mode("AnswerBuilder", mode)
         self._drafts: dict[QuestionId, _Draft] = {}
+        self._rules: dict[QuestionId, QuestionIndex] = {}
 
     @property
     def flow(self) -> FlowView:
         return self._flow
 
-    def _question(self, question: QuestionView | QuestionId) -> QuestionView:
-        qid = question.id if isinstance(question, QuestionView) else question
-        found = self._flow.question(qid)
-        if isinstance(question, QuestionView) and question != found:
-            raise UnknownQuestion(
-                self._flow.flow_id, f"{qid} (from another form)", self._flow.question_ids
+    # --- argument checks (what mypy cannot enforce at run time) ---
+
+    @staticmethod
+    def _checked_mode(method: str, mode: object) -> ResultMode:
+        checked = check_mode(mode) if isinstance(mode, str) else None
+        if checked is None or isinstance(checked, AnswerProblem):
+            raise InvalidArgument(method, "mode", '"submit" or "elaborate"', mode)
+        return checked
+
+    @staticmethod
+    def _checked_text(method: str, argument: str, text: object) -> str:
+        if not isinstance(text, str):
+            raise InvalidArgument(method, argument, "a str", text)
+        return text
+
+    def _question(self, method: str, question: QuestionView | QuestionId) -> QuestionView:
+        if isinstance(question, QuestionView):
+            found = self._flow.question(question.id)
+            if question != found:
+                raise UnknownQuestion(
+                    self._flow.flow_id,
+                    f"{question.id} (from another form)",
+                    self._flow.question_ids,
+                )
+            return found
+        if isinstance(question, QuestionId):
+            return self._flow.question(question)
+        raise InvalidArgument(
+            method, "question", "a QuestionView or a QuestionId from the form", question
+        )
+
+    @staticmethod
+    def _value(
+        method: str, argument: str, view: QuestionView, option: OptionView | OptionValue
+    ) -> OptionValue:
+        if isinstance(option, OptionView):
+            value = option.value
+        elif isinstance(option, OptionValue):
+            value = option
+        else:
+            raise InvalidArgument(
+                method, argument, "an OptionView or OptionValue taken from the form", option
             )
-        return found
+        if value.question_id != view.id:
+            raise UnknownOption(
+                view.id, f"{value} (an option of question {value.question_id})", view.values
+            )
+        return value
+
+    # --- the host's checks ---
 
     def _draft(self, question: QuestionView) -> _Draft:
         draft = self._drafts.get(question.id)
-        if draft is None:
-            draft = self._drafts[question.id] = _Draft()
-        return draft
+        return _Draft() if draft is None else draft
+
+    def _commit(self, view: QuestionView, draft: _Draft) -> Self:
+        """Check the question's whole answer as the host would, then keep it."""
+        rules = self._rules.get(view.id)
+        if rules is None:
+            rules = self._rules[view.id] = _rules(view)
+        verdict = check_answer(str(view.id), draft.freeze().to_builtins(), rules)
+        if isinstance(verdict, AnswerProblem):
+            raise InvalidResponse(view.id, verdict.rule, verdict.message)
+        self._drafts[view.id] = draft
+        return self
 
     @staticmethod
-    def _option(question: QuestionView, option: OptionView | OptionValue) -> OptionValue:
-        if isinstance(option, OptionView):
-            found = question.option(option.value)
-            if found != option:
-                raise UnknownOption(question.id, f"{option.value} (from another question)", ())
-            return found.value
-        return question.value(option)
+    def _copy(draft: _Draft) -> _Draft:
+        copy = _Draft()
+        copy.values, copy.custom_text, copy.note = draft.values, draft.custom_text, draft.note
+        copy.option_notes = dict(draft.option_notes)
+        return copy
+
+    # --- building ---
 
     def select(
         self, question: QuestionView | QuestionId, *options: OptionView | OptionValue
     ) -> Self:
         """Select these options of ``question`` (replacing an earlier selection), in this order.
 
-        Raises ``UnknownQuestion`` / ``UnknownOption`` for ids or values not in the form, and
-        ``InvalidResponse`` for a duplicate value, several values on a question that is not
-        ``multi``, or a value next to custom text on a question that is not ``multi``.
+        Raises ``UnknownQuestion`` for a question not in the form, ``UnknownOption`` for an
+        option of another question, and ``InvalidResponse`` with the host's rule (in its order:
+        ``duplicate_value``, ``too_many_values``, ``value_with_custom_text``, ``unknown_value``).
         """
-        view = self._question(question)
-        values = tuple(self._option(view, option) for option in options)
-        seen: set[str] = set()
-        for value in values:
-            if value in seen:
-                raise InvalidResponse(
-                    view.id, "duplicate_value", f'option value "{value}" is selected twice.'
-                )
-            seen.add(value)
-        if len(values) > 1 and not view.multi:
-            raise InvalidResponse(
-                view.id,
-                "too_many_values",
-                f"a {view.type} question takes one value, got {len(values)}.",
-            )
-        draft = self._draft(view)
-        if values and not view.multi and draft.custom_text is not None:
-            self._refuse_combination(view)
-        draft.values = values
-        return self
+        view = self._question("select", question)
+        draft = self._copy(self._draft(view))
+        draft.values = tuple(self._value("select", "options", view, o) for o in options)
+        return self._commit(view, draft)
 
     def custom_text(self, question: QuestionView | QuestionId, text: str) -> Self:
         """Answer with free text. Blank text is ignored by the host (and dropped here)."""
-        view = self._question(question)
-        draft = self._draft(view)
-        kept = None if is_blank(text) else text
-        if kept is not None and draft.values and not view.multi:
-            self._refuse_combination(view)
-        draft.custom_text = kept
-        return self
+        view = self._question("custom_text", question)
+        text = self._checked_text("custom_text", "text", text)
+        draft = self._copy(self._draft(view))
+        draft.custom_text = None if is_blank(text) else text
+        return self._commit(view, draft)
 
     def note(self, question: QuestionView | QuestionId, text: str) -> Self:
         """A note on the question (clarification context; in ``elaborate`` mode, a request)."""
-        self._draft(self._question(question)).note = None if is_blank(text) else text
-        return self
+        view = self._question("note", question)
+        text = self._checked_text("note", "text", text)
+        draft = self._copy(self._draft(view))
+        draft.note = None if is_blank(text) else text
+        return self._commit(view, draft)
 
     def option_note(
         self, question: QuestionView | QuestionId, option: OptionView | OptionValue, text: str
     ) -> Self:
         """A note on one real option of the question, selected or not."""
-        view = self._question(question)
-        value = self._option(view, option)
-        draft = self._draft(view)
+        view = self._question("option_note", question)
+        value = self._value("option_note", "option", view, option)
+        text = self._checked_text("option_note", "text", text)
+        draft = self._copy(self._draft(view))
         if is_blank(text):
             draft.option_notes.pop(value, None)
         else:
             draft.option_notes[value] = text
-        return self
+        return self._commit(view, draft)
 
     def mode(self, mode: ResultMode) -> Self:
         """``submit`` (the default) or ``elaborate`` (ask the agent to clarify first)."""
-        self._mode = mode
+        self._mode = self._checked_mode("mode", mode)
         return self
 
     def build(self) -> Answer:
-        return Answer(
-            flow_id=self._flow.flow_id,
-            answers=tuple((qid, draft.freeze()) for qid, draft in self._drafts.items()),
-            mode=self._mode,
-        )
-
-    @staticmethod
-    def _refuse_combination(view: QuestionView) -> None:
-        raise InvalidResponse(
-            view.id,
-            "value_with_custom_text",
-            f"a {view.type} question cannot combine a selected value with custom text.",
+        return _answer(
+            self._flow.flow_id,
+            tuple((qid, draft.freeze()) for qid, draft in self._drafts.items()),
+            self._mode,
         )
 
 
@@ -236,12 +338,45 @@ class AnswerBuilder:
 
 
 @final
-class SelectOption(msgspec.Struct, frozen=True):
-    """A button that selects one option *value* (never a label) of one question."""
+class SelectOption:
+    """A button that selects one option *value* (never a label) of one question.
 
-    question_id: str
-    value: str
-    kind: Literal["select"] = "select"
+    ``SelectOption(deploy.value("yes"))``: the value comes from a started form and knows its
+    question. Read-only; matchable as ``SelectOption(question_id=..., value=...)``.
+    """
+
+    __slots__ = ("_value",)
+    __match_args__ = ("question_id", "value")
+
+    def __init__(self, value: OptionValue) -> None:
+        if not isinstance(value, OptionValue):
+            raise InvalidArgument(
+                "SelectOption", "value", "an OptionValue taken from a form", value
+            )
+        self._value = value
+
+    @property
+    def question_id(self) -> QuestionId:
+        return self._value.question_id
+
+    @property
+    def value(self) -> OptionValue:
+        return self._value
+
+    @property
+    def kind(self) -> Literal["select"]:
+        return "select"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SelectOption):
+            return NotImplemented
+        return (self.question_id, self._value) == (other.question_id, other._value)
+
+    def __hash__(self) -> int:
+        return hash((self.question_id, str(self._value)))
+
+    def __repr__(self) -> str:
+        return f"SelectOption(question_id={str(self.question_id)!r}, value={str(self._value)!r})"
 
 
 @final
@@ -255,12 +390,17 @@ ButtonAction: TypeAlias = SelectOption | CancelFlow
 
 
 class ApprovalMapping:
-    """An explicit mapping from a bridge's own buttons to form values.
+    """An explicit, read-only mapping from a bridge's own buttons to form values.
 
-    ``ApprovalMapping({"Approve": SelectOption("deploy", "yes"),
-    "Reject": SelectOption("deploy", "no"), "Dismiss": CancelFlow()})``.
-    ``bind(flow)`` checks every button against that form and raises ``ApprovalMappingError``
-    naming the button, question and value that do not fit; there is no fallback to labels.
+    Values come from a started form, so a mapping is declared for a form::
+
+        deploy = flow.question("deploy")
+        ApprovalMapping({"Approve": SelectOption(deploy.value("yes")),
+                         "Reject": SelectOption(deploy.value("no")), "Dismiss": CancelFlow()})
+
+    ``bind(flow)`` checks every button against a form (the one it was declared for, or another
+    form of the same shape) and raises ``ApprovalMappingError`` naming the button, question and
+    value that do not fit; there is no fallback to labels.
     """
 
     __slots__ = ("_buttons",)
@@ -268,9 +408,11 @@ class ApprovalMapping:
     def __init__(self, buttons: Mapping[str, ButtonAction]) -> None:
         for button, action in buttons.items():
             if not isinstance(action, (SelectOption, CancelFlow)):
-                raise TypeError(
-                    f"Button {button!r} must map to SelectOption or CancelFlow, "
-                    f"not {type(action).__name__}."
+                raise InvalidArgument(
+                    "ApprovalMapping",
+                    f"buttons[{button!r}]",
+                    "a SelectOption or CancelFlow",
+                    action,
                 )
         self._buttons: dict[str, ButtonAction] = dict(buttons)
 
@@ -279,7 +421,7 @@ class ApprovalMapping:
         return tuple(self._buttons)
 
     def __iter__(self) -> Iterator[tuple[str, ButtonAction]]:
-        return iter(self._buttons.items())
+        return iter(tuple(self._buttons.items()))
 
     def bind(self, flow: FlowView) -> BoundApproval:
         """Check every button against ``flow``; raises on the first that does not fit."""
@@ -305,17 +447,26 @@ class ApprovalMapping:
                     value=action.value,
                     known=question.values,
                 )
-        return BoundApproval(flow, dict(self._buttons))
+        return BoundApproval(flow, self)
+
+    @classmethod
+    def _copy_of(cls, mapping: ApprovalMapping) -> dict[str, ButtonAction]:
+        return dict(mapping._buttons)
 
 
 class BoundApproval:
-    """An ``ApprovalMapping`` checked against one form; turns a button press into a response."""
+    """An ``ApprovalMapping`` checked against one form; turns a button press into a response.
+    Read-only."""
 
-    __slots__ = ("_buttons", "flow")
+    __slots__ = ("_buttons", "_flow")
 
-    def __init__(self, flow: FlowView, buttons: dict[str, ButtonAction]) -> None:
-        self.flow = flow
-        self._buttons = buttons
+    def __init__(self, flow: FlowView, mapping: ApprovalMapping) -> None:
+        self._flow = flow
+        self._buttons = ApprovalMapping._copy_of(mapping)
+
+    @property
+    def flow(self) -> FlowView:
+        return self._flow
 
     @property
     def buttons(self) -> tuple[str, ...]:
@@ -325,7 +476,7 @@ class BoundApproval:
         found = self._buttons.get(button)
         if found is None:
             raise ApprovalMappingError(
-                "unknown_button", button=button, flow_id=self.flow.flow_id, known=self._buttons
+                "unknown_button", button=button, flow_id=self._flow.flow_id, known=self._buttons
             )
         return found
 
@@ -333,6 +484,6 @@ class BoundApproval:
         """The response for a press of ``button``: only its question is answered."""
         action = self.action(button)
         if isinstance(action, CancelFlow):
-            return Cancel.of(self.flow)
-        question = self.flow.question(action.question_id)
-        return AnswerBuilder(self.flow).select(question, question.value(action.value)).build()
+            return Cancel.of(self._flow)
+        question = self._flow.question(action.question_id)
+        return AnswerBuilder(self._flow).select(question, question.value(action.value)).build()

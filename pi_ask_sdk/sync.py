@@ -2,8 +2,9 @@
 
 The async client runs on a private event loop in a daemon thread; each call is handed to it and
 waited for with a bound, so a blocking caller can never hang forever. Results and errors are the
-async client's own (``SubmitAccepted | SubmitRejected``, ``SubmitTimeout``, ``ConnectionLost``...),
-plus ``WaitTimeout`` when the loop itself does not answer in time.
+async client's own (``respond`` / ``await_result`` return ``SubmitOutcome``, a closed union that
+includes ``SubmitTimedOut`` and ``SubmitLost``), plus ``WaitTimeout`` when the loop itself does
+not answer in time for anything else.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ from typing import Final, Generic, TypeVar
 from typing_extensions import Self
 
 from .client import DEFAULT_TIMEOUT, BridgeClient, ClientStream
-from .errors import ClientNotOpen, WaitTimeout
+from .errors import ClientNotOpen, ConnectionLost, FlowAlreadyCompleted, WaitTimeout
 from .forms import FlowId, FlowView
-from .outcomes import BridgeEvent, SubmitOutcome, SubmitTicket
+from .outcomes import BridgeEvent, SubmitLost, SubmitOutcome, SubmitTicket, SubmitTimedOut
 from .responses import Response
 from .transports.base import Transport
 
@@ -142,11 +143,16 @@ class SyncBridgeClient:
     def await_result(
         self, ticket: SubmitTicket, *, timeout: float = DEFAULT_TIMEOUT
     ) -> SubmitOutcome:
-        return self._run(
-            self._client.await_result(ticket, timeout=timeout),
-            timeout + _GRACE,
-            "the submit result",
-        )
+        """As ``BridgeClient.await_result``; a loop that does not answer in time is
+        ``SubmitTimedOut`` too (the submit's fate is unknown)."""
+        try:
+            return self._run(
+                self._client.await_result(ticket, timeout=timeout),
+                timeout + _GRACE,
+                "the submit result",
+            )
+        except WaitTimeout:
+            return SubmitTimedOut(ticket, timeout)
 
     def respond(
         self,
@@ -156,7 +162,13 @@ class SyncBridgeClient:
         timeout: float = DEFAULT_TIMEOUT,
         request_id: str | None = None,
     ) -> SubmitOutcome:
-        ticket = self.submit(flow, response, request_id=request_id)
+        """As ``BridgeClient.respond``: every outcome is a value."""
+        try:
+            ticket = self.submit(flow, response, request_id=request_id)
+        except ConnectionLost as lost:
+            return SubmitLost(flow.flow_id, lost.reason)
+        except FlowAlreadyCompleted:
+            return SubmitLost(flow.flow_id, "flow_completed")
         return self.await_result(ticket, timeout=timeout)
 
     def _run(self, coro: Coroutine[object, object, T], timeout: float, what: str) -> T:
@@ -171,7 +183,7 @@ class SyncBridgeClient:
         try:
             return future.result(timeout)
         except concurrent.futures.TimeoutError:
-            if future.done():  # the operation's own timeout (SubmitTimeout is a TimeoutError)
+            if future.done():  # the operation's own timeout (e.g. WaitTimeout of a stream)
                 raise
             future.cancel()
             raise WaitTimeout(what, timeout) from None

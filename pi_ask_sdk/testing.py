@@ -17,11 +17,12 @@ four channels is recorded (as decoded JSON) for assertions.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 import msgspec
+from typing_extensions import Required, TypedDict
 
 from pi_ask_core import (
     CHANNELS,
@@ -34,22 +35,30 @@ from pi_ask_core import (
     FlowSource,
     Handler,
     LocalEventBus,
+    QuestionType,
+    ResultMode,
     SubmitEvent,
     Unsubscribe,
 )
+from pi_ask_core import AskParams as AskParamsStruct
 
 from .client import BridgeClient
-from .errors import ConnectionLost
-from .responses import Answer, Cancel
+from .errors import ConnectionLost, FlowMismatch
+from .forms import FlowView, QuestionId, _option_value, _question_id
+from .responses import Answer, Cancel, QuestionAnswer, _answer
 from .sync import SyncBridgeClient
 from .transports.base import EndReason, TransportListener
 from .transports.memory import MemoryTransport
 
 __all__ = [
     "AckOrder",
+    "AskParams",
+    "AskParamsOption",
+    "AskParamsQuestion",
     "FakeHost",
     "RecordedEvent",
     "ScriptedTransport",
+    "unchecked_answer",
     "yes_no_params",
 ]
 
@@ -64,9 +73,63 @@ class RecordedEvent:
     data: object
 
 
+# The functional syntax keeps ``Required`` visible at run time (``__required_keys__``) despite
+# ``from __future__ import annotations``.
+AskParamsOption = TypedDict(  # noqa: UP013
+    "AskParamsOption",
+    {
+        "value": Required[str],
+        "label": str,
+        "description": str,
+        "preview": str,
+        "previewFile": str,
+        "recommended": bool,
+    },
+    total=False,
+)
+"""One option of ``ask_user`` input (what the agent writes)."""
+
+AskParamsQuestion = TypedDict(  # noqa: UP013
+    "AskParamsQuestion",
+    {
+        "id": Required[str],
+        "label": str,
+        "prompt": Required[str],
+        "type": QuestionType,
+        "required": bool,
+        "options": Required[list[AskParamsOption]],
+    },
+    total=False,
+)
+"""One question of ``ask_user`` input."""
+
+AskParams = TypedDict(  # noqa: UP013
+    "AskParams",
+    {"title": str, "background": bool, "questions": Required[list[AskParamsQuestion]]},
+    total=False,
+)
+"""``ask_user`` tool input as a plain dict: what ``FakeHost.open`` takes (the same keys as the
+``pi_ask_wire.AskParams`` stub and the ``pi_ask_core.AskParams`` Struct; a test checks it)."""
+
+
+def unchecked_answer(
+    flow: FlowView, values: Mapping[str, Sequence[str]], *, mode: ResultMode = "submit"
+) -> Answer:
+    """An ``Answer`` selecting these *strings* verbatim, with **no** local check: only for tests
+    that need the host to refuse something (a label, an unknown question). Bridges use
+    ``AnswerBuilder``."""
+    answers: list[tuple[QuestionId, QuestionAnswer]] = []
+    for qid, texts in values.items():
+        question_id = _question_id(qid)
+        answers.append(
+            (question_id, QuestionAnswer(tuple(_option_value(t, question_id) for t in texts)))
+        )
+    return _answer(flow.flow_id, tuple(answers), mode)
+
+
 def yes_no_params(
     question_id: str = "deploy", *, prompt: str = "Deploy to production?", title: str = "Approval"
-) -> dict[str, object]:
+) -> AskParams:
     """``ask_user`` input with one single-choice question, values ``yes`` / ``no``."""
     return {
         "title": title,
@@ -170,9 +233,14 @@ class FakeHost:
         return self._host.is_closed
 
     def open(
-        self, params: object, *, tool_call_id: str | None = None, source: FlowSource = "tool"
+        self,
+        params: AskParams | AskParamsStruct,
+        *,
+        tool_call_id: str | None = None,
+        source: FlowSource = "tool",
     ) -> FlowHandle:
-        """Open a form (``started`` is emitted before this returns)."""
+        """Open a form (``started`` is emitted before this returns). Input the host refuses
+        raises ``pi_ask_core.InvalidForm``; to try untyped input, use ``fake.host.start``."""
         return self._host.start(params, tool_call_id=tool_call_id, source=source)
 
     def flow(self, flow_id: str) -> FlowHandle:
@@ -181,11 +249,19 @@ class FakeHost:
             raise KeyError(f"no open flow {flow_id!r}")
         return handle
 
-    def answer(self, flow: FlowHandle | str, response: Answer | Cancel | object) -> AskResult:
-        """The host's own user answers (or cancels) locally; emits ``completed``."""
+    def answer(self, flow: FlowHandle | str, response: Answer | Cancel) -> AskResult:
+        """The host's own user answers (or cancels) locally; emits ``completed``. A response
+        built for another flow raises ``FlowMismatch``; ``FlowHandle.complete`` takes a raw
+        response instead."""
         handle = self.flow(flow) if isinstance(flow, str) else flow
-        wire = response.to_wire() if isinstance(response, (Answer, Cancel)) else response
-        return handle.complete(wire)
+        if not isinstance(response, (Answer, Cancel)):
+            raise TypeError(
+                f"FakeHost.answer() takes an Answer or a Cancel, not {type(response).__name__}; "
+                "use the FlowHandle's complete() for a raw response"
+            )
+        if response.flow_id != handle.flow_id:
+            raise FlowMismatch(handle.flow_id, response.flow_id)
+        return handle.complete(response.to_wire())
 
     def cancel(self, flow: FlowHandle | str) -> AskResult:
         """The host's own user cancels (Escape); emits ``completed`` with ``cancelled``."""

@@ -1,17 +1,23 @@
 """TypedDicts of the raw JSON payloads of the pi-agent-ask protocol (version 1).
 
 Generated from pi_ask_core.protocol by `python -m pi_ask_core.schema`; do not edit.
-Keys that may be absent are NotRequired; they are never null.
+Keys that may be absent are NotRequired; they are never null. Option values and labels
+are distinct types (both str at run time), so a label never type-checks as a value.
 """
 
-from typing import Literal
+from typing import Literal, NewType
 
 from typing_extensions import NotRequired, TypedDict
 
+OptionValue = NewType("OptionValue", str)
+"""An option value of a started form: what a bridge sends to select that option."""
+Label = NewType("Label", str)
+"""A label: display text only, never sent to select anything."""
+
 
 class AskOption(TypedDict):
-    value: str
-    label: str
+    value: OptionValue
+    label: Label
     description: NotRequired[str]
     preview: NotRequired[str]
     previewFile: NotRequired[str]
@@ -19,7 +25,7 @@ class AskOption(TypedDict):
 
 class AskQuestion(TypedDict):
     id: str
-    label: str
+    label: Label
     prompt: str
     type: Literal['single', 'multi', 'preview']
     requestedType: NotRequired[Literal['single', 'multi', 'preview']]
@@ -38,29 +44,29 @@ class StartedEvent(TypedDict):
 
 class AskQuestionSummary(TypedDict):
     id: str
-    label: str
+    label: Label
     prompt: str
     type: Literal['single', 'multi', 'preview']
     presentedType: NotRequired[Literal['single', 'multi', 'preview']]
 
 class AskResultAnswer(TypedDict):
-    values: list[str]
-    labels: list[str]
+    values: list[OptionValue]
+    labels: list[Label]
     indices: list[int]
     customText: NotRequired[str]
     note: NotRequired[str]
-    optionNotes: NotRequired[dict[str, str]]
+    optionNotes: NotRequired[dict[OptionValue, str]]
 
 class ContextOption(TypedDict):
-    value: str
-    label: str
+    value: OptionValue
+    label: Label
     description: NotRequired[str]
     preview: NotRequired[str]
     recommended: NotRequired[bool]
 
 class ElaborationQuestionContext(TypedDict):
     id: str
-    label: str
+    label: Label
     prompt: str
     type: Literal['single', 'multi', 'preview']
     presentedType: NotRequired[Literal['single', 'multi', 'preview']]
@@ -71,7 +77,7 @@ class QuestionTarget(TypedDict):
 
 class OptionTarget(TypedDict):
     kind: Literal['option']
-    optionValue: str
+    optionValue: OptionValue
 
 class ElaborationItem(TypedDict):
     """One clarification item. ``target`` decides the kind: an option item also has ``option``"""
@@ -132,10 +138,10 @@ class InvalidInputResult(TypedDict):
     error: InvalidInputError
 
 class RemoteAnswer(TypedDict):
-    values: NotRequired[list[str]]
+    values: NotRequired[list[OptionValue]]
     customText: NotRequired[str]
     note: NotRequired[str]
-    optionNotes: NotRequired[dict[str, str]]
+    optionNotes: NotRequired[dict[OptionValue, str]]
 
 class AnswerResponse(TypedDict):
     kind: Literal['answer']
@@ -210,7 +216,9 @@ __all__ = [
     "InvalidInputError",
     "InvalidInputResult",
     "Issue",
+    "Label",
     "OptionTarget",
+    "OptionValue",
     "QuestionState",
     "QuestionTarget",
     "RemoteAnswer",

@@ -17,10 +17,10 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from pi_ask_sdk.testing import FakeHost
+from pi_ask_sdk.testing import AskParams, FakeHost
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "web_approval.py"
-DEPLOY = {
+DEPLOY: AskParams = {
     "title": "Release",
     "questions": [
         {
@@ -30,7 +30,7 @@ DEPLOY = {
         }
     ],
 }
-OTHER = {
+OTHER: AskParams = {
     "questions": [
         {"id": "color", "prompt": "Colour?", "options": [{"value": "red", "label": "Approve"}]}
     ]

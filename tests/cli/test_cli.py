@@ -83,7 +83,7 @@ def test_demo_interactive_cancel_is_explicit() -> None:
 
 def test_parse_choice_takes_numbers_and_values_never_labels() -> None:
     host = FakeHost()
-    handle = host.open(DEMO_FORM, tool_call_id="c")
+    handle = host.host.start(DEMO_FORM, tool_call_id="c")
     question = QuestionView.from_wire(handle.questions[1])  # notify, multi
     assert parse_choice(question, "1, status-page,+ops") == (["oncall", "status-page"], "ops")
     with pytest.raises(ValueError, match="is a label"):

@@ -28,4 +28,4 @@ def test_python_example_runs_and_answers_with_a_value(tmp_path: Path) -> None:
         [sys.executable, str(script)], capture_output=True, text=True, timeout=60, check=False
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "answered tool:call-1"
+    assert done.stdout.strip() == "answered ['no']"

@@ -9,11 +9,11 @@ from types import ModuleType
 
 import pytest
 
-from pi_ask_sdk.testing import FakeHost
+from pi_ask_sdk.testing import AskParams, FakeHost
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
-RELEASE = {
+RELEASE: AskParams = {
     "questions": [
         {
             "id": "deploy",
@@ -110,7 +110,7 @@ async def test_policy_bridge_answers_with_its_rule_values(policy: ModuleType) ->
     ],
 )
 async def test_policy_bridge_fails_closed_with_an_explicit_cancel(
-    policy: ModuleType, form: dict[str, object], reason: str, caplog: pytest.LogCaptureFixture
+    policy: ModuleType, form: AskParams, reason: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     host = FakeHost()
     async with host.client() as client:
@@ -155,3 +155,32 @@ async def test_console_bridge_cancels_only_when_asked(console: ModuleType) -> No
     assert handle.result is not None
     assert handle.result.cancelled
     assert sum("between 1 and 2" in line or "option numbers" in line for line in shown) == 2
+
+
+def test_web_approval_page_maps_buttons_to_form_values_without_a_browser() -> None:
+    """The page's logic (the browser test in tests/browser clicks the same in Chromium)."""
+    web = load("web_approval")
+    other_form: AskParams = {
+        "questions": [
+            {"id": "color", "prompt": "Colour?", "options": [{"value": "red", "label": "Approve"}]}
+        ]
+    }
+    host = FakeHost()
+    with host.sync_client() as client:
+        deploy = host.open(RELEASE, tool_call_id="web")
+        other = host.open(other_form, tool_call_id="other")
+        page = web.ApprovalPage(client, timeout=5)
+        page.server.server_close()  # not served: the handlers are called directly
+        html = page.render()
+        assert "No way (<code>yes</code>)" in html  # the label shown next to the value it sends
+        assert "Not handled here" in html  # the other form: no button fits it
+        page.press("tool:other", "Approve")  # a button that does not fit: nothing sent
+        assert "was not sent" in page.status
+        page.press("tool:web", "Reject")
+        assert "accepted" in page.status
+        page.press("tool:web", "Approve")  # gone now: nothing is sent twice
+        assert "no longer open" in page.status
+    assert deploy.result is not None
+    assert deploy.result.answers["deploy"].values == ["no"]
+    assert other.is_open
+    assert len(host.submits) == 1

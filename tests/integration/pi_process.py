@@ -31,10 +31,8 @@ from pi_ask_sdk import (
     BridgeEvent,
     ClientStream,
     FlowView,
-    OptionValue,
-    QuestionAnswer,
-    QuestionId,
 )
+from pi_ask_sdk.testing import unchecked_answer
 from pi_ask_sdk.transports.relay import RelayTransport
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -480,8 +478,7 @@ def choose(flow: FlowView, value: str) -> Answer:
 def invalid_answer(flow: FlowView) -> Answer:
     """An answer the host refuses as ``invalid_answer`` (an option value the form lacks), built
     past the SDK's local checks on purpose."""
-    qid = QuestionId(flow.questions[0].id)
-    return Answer(flow.flow_id, ((qid, QuestionAnswer((OptionValue("nope"),))),))
+    return unchecked_answer(flow, {flow.questions[0].id: ["nope"]})
 
 
 async def settle() -> None:

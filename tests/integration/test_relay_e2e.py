@@ -75,7 +75,7 @@ async def test_started_submit_result_and_completed(module_pi: PiProcess) -> None
         flow = await next_flow(flows, flow_id)
         assert not flow.replay
         assert flow.tool_call_id == "e2e-1"
-        assert flow.title == "Choose"
+        assert str(flow.title) == "Choose"
         assert flow.question("q").values == ("a", "b")
 
         question = flow.question("q")

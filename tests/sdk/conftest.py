@@ -10,14 +10,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from pi_ask_sdk.testing import AckOrder, FakeHost
+from pi_ask_sdk.testing import AckOrder, AskParams, FakeHost
 
 ORDERS: tuple[AckOrder, ...] = ("completed_first", "ack_first")
 
 TIMEOUT = 2.0
 """Upper bound of every wait in these tests; an in-process host answers immediately."""
 
-MULTI_FORM: dict[str, object] = {
+MULTI_FORM: AskParams = {
     "title": "Plan",
     "questions": [
         {

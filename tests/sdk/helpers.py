@@ -6,10 +6,10 @@ import msgspec
 
 from pi_ask_core import STARTED, StartedEvent
 from pi_ask_sdk import FlowView
-from pi_ask_sdk.testing import FakeHost
+from pi_ask_sdk.testing import AskParams, FakeHost
 
 
-def view_of(params: object, *, tool_call_id: str = "call-1") -> FlowView:
+def view_of(params: AskParams, *, tool_call_id: str = "call-1") -> FlowView:
     """The ``FlowView`` a bridge would get for ``params`` (via a real host's started event)."""
     host = FakeHost()
     host.open(params, tool_call_id=tool_call_id)

@@ -25,18 +25,16 @@ from pi_ask_sdk import (
     FlowStarted,
     FlowView,
     InvalidRequestId,
-    OptionValue,
-    QuestionAnswer,
-    QuestionId,
     SessionEnded,
     SubmitAccepted,
+    SubmitLost,
     SubmitRejected,
-    SubmitTimeout,
+    SubmitTimedOut,
     TransportUnavailable,
     UnknownTicket,
     WaitTimeout,
 )
-from pi_ask_sdk.testing import FakeHost, ScriptedTransport, yes_no_params
+from pi_ask_sdk.testing import FakeHost, ScriptedTransport, unchecked_answer, yes_no_params
 
 from .conftest import MULTI_FORM, TIMEOUT
 from .helpers import ack_payload, completed_payload, started_payload
@@ -48,9 +46,8 @@ def approve(flow: FlowView) -> Answer:
 
 
 def by_label(flow: FlowView) -> Answer:
-    """An answer that skips the builder and sends a label (the host must refuse it)."""
-    bad = QuestionAnswer(values=(OptionValue("Yes"),))
-    return Answer(flow.flow_id, ((QuestionId("deploy"), bad),))
+    """An answer that skips the builder's checks and sends a label (the host must refuse it)."""
+    return unchecked_answer(flow, {"deploy": ["Yes"]})
 
 
 # --- correlation ---------------------------------------------------------------------------------
@@ -66,7 +63,6 @@ async def test_accepted_in_either_order_carries_the_completion(fake: FakeHost) -
         outcome = await client.await_result(ticket, timeout=TIMEOUT)
     assert isinstance(outcome, SubmitAccepted)
     assert outcome.ticket is ticket
-    assert outcome.completion is not None
     assert outcome.completion.flow is flow or outcome.completion.flow == flow
     assert outcome.completion.result.answers["deploy"].values == ["yes"]
     assert not outcome.completion.result.cancelled
@@ -92,8 +88,7 @@ async def test_acks_for_other_requests_or_flows_are_ignored() -> None:
         # Another bridge's ack for the same flow, and our request id with the wrong flow.
         transport.deliver(SUBMIT_RESULT, ack_payload("someone-else", "tool:a"))
         transport.deliver(SUBMIT_RESULT, ack_payload(ticket.request_id, "tool:b"))
-        with pytest.raises(SubmitTimeout):
-            await client.await_result(ticket, timeout=0.05)
+        assert isinstance(await client.await_result(ticket, timeout=0.05), SubmitTimedOut)
         assert "tool:a" in client.open_flows
         transport.deliver(SUBMIT_RESULT, ack_payload(ticket.request_id, "tool:a", ok=False))
         outcome = await client.await_result(ticket, timeout=TIMEOUT)
@@ -102,21 +97,21 @@ async def test_acks_for_other_requests_or_flows_are_ignored() -> None:
 
 
 @pytest.mark.asyncio
-async def test_timeout_is_a_typed_error_and_the_ticket_stays_valid() -> None:
+async def test_timeout_is_an_outcome_and_the_ticket_stays_valid() -> None:
     transport = ScriptedTransport()  # acknowledges nothing, like a Pi after shutdown
     async with BridgeClient(transport) as client:
         transport.deliver(STARTED, started_payload())
         flow = client.open_flows["tool:x"]  # type: ignore[index]
         ticket = await client.submit(flow, Cancel.of(flow))
-        with pytest.raises(SubmitTimeout) as caught:
-            await client.await_result(ticket, timeout=0.01)
-        assert caught.value.code == "submit_timeout"
-        assert caught.value.ticket is ticket
-        assert isinstance(caught.value, TimeoutError)
+        timed_out = await client.await_result(ticket, timeout=0.01)
+        assert timed_out == SubmitTimedOut(ticket, 0.01, acknowledged=False)
+        assert timed_out.kind == "timed_out"
         assert "tool:x" in client.open_flows  # a timeout is never an answer or a cancel
         transport.deliver(SUBMIT_RESULT, ack_payload(ticket.request_id, "tool:x"))
+        transport.deliver(COMPLETED, completed_payload())
         outcome = await client.await_result(ticket, timeout=TIMEOUT)
     assert isinstance(outcome, SubmitAccepted)
+    assert outcome.completion.result.cancelled
 
 
 @pytest.mark.asyncio
@@ -144,13 +139,13 @@ async def test_submit_after_accept_but_before_completed_is_refused() -> None:
         with pytest.raises(FlowAlreadyAnswered):
             await client.submit(flow, approve(flow))
         assert len(transport.sent) == 1
-        outcome = await client.await_result(ticket, timeout=TIMEOUT)
-        assert isinstance(outcome, SubmitAccepted)
-        assert outcome.completion is None
+        # Accepted, but its completion not seen yet: not "accepted" (no completion to give).
+        outcome = await client.await_result(ticket, timeout=0.01)
+        assert outcome == SubmitTimedOut(ticket, 0.01, acknowledged=True)
         transport.deliver(COMPLETED, completed_payload())
         again = await client.await_result(ticket, timeout=TIMEOUT)
         assert isinstance(again, SubmitAccepted)
-        assert again.completion is not None
+        assert again.completion.flow_id == "tool:x"
 
 
 @pytest.mark.asyncio
@@ -240,9 +235,11 @@ async def test_two_bridges_see_each_others_acks_but_only_resolve_their_own(
         flow_two = two.open_flows["tool:a"]  # type: ignore[index]
         first = await one.respond(flow_one, approve(flow_one), timeout=TIMEOUT)
         assert isinstance(first, SubmitAccepted)
-        # The other bridge saw the completion and refuses locally.
+        # The other bridge saw the completion and refuses locally; respond() says it was lost.
         with pytest.raises(FlowAlreadyCompleted):
             await two.submit(flow_two, approve(flow_two))
+        lost = await two.respond(flow_two, approve(flow_two), timeout=TIMEOUT)
+        assert lost == SubmitLost(flow_two.flow_id, "flow_completed")
 
 
 # --- events --------------------------------------------------------------------------------------
@@ -387,6 +384,7 @@ def test_malformed_payloads_are_skipped_and_good_ones_still_flow(
             flow = client.open_flows["tool:good"]  # type: ignore[index]
             ticket = await client.submit(flow, approve(flow))
             transport.deliver(SUBMIT_RESULT, ack_payload(ticket.request_id, "tool:good"))
+            transport.deliver(COMPLETED, completed_payload("tool:good"))
             outcome = await client.await_result(ticket, timeout=TIMEOUT)
             assert isinstance(outcome, SubmitAccepted)
             while True:  # the good flow's started is among the events
@@ -418,6 +416,7 @@ async def test_unknown_extra_fields_are_tolerated() -> None:
         ticket = await client.submit(flow, approve(flow))
         ack = {**ack_payload(ticket.request_id, "tool:x"), "state": {"leaked": True}}
         transport.deliver(SUBMIT_RESULT, ack)
+        transport.deliver(COMPLETED, completed_payload())
         assert isinstance(await client.await_result(ticket, timeout=TIMEOUT), SubmitAccepted)
 
 
@@ -436,12 +435,16 @@ async def test_session_end_fails_pending_waits_and_drops_flows(fake: FakeHost) -
         waiting = asyncio.ensure_future(client.await_result(ticket, timeout=TIMEOUT))
         # FIFO: the waiter starts waiting first, then the session ends and must wake it.
         asyncio.get_running_loop().call_soon(fake.end_session)
-        with pytest.raises(ConnectionLost) as caught:
-            await asyncio.wait_for(waiting, TIMEOUT)
-        assert caught.value.reason == "session_ended"
+        lost = await asyncio.wait_for(waiting, TIMEOUT)
+        assert lost == SubmitLost(flow_a.flow_id, "session_ended", ticket)
+        assert lost.sent
         assert dict(client.open_flows) == {}
         with pytest.raises(ConnectionLost):
             await client.submit(flow_b, approve(flow_b))
+        # respond() tells the same as a value: nothing was sent.
+        gone = await client.respond(flow_b, approve(flow_b), timeout=TIMEOUT)
+        assert gone == SubmitLost(flow_b.flow_id, "session_ended")
+        assert not gone.sent
         # The connection itself stays: a new session's forms arrive.
         fake.new_session()
         flows = client.flows()
@@ -458,9 +461,9 @@ async def test_disconnect_ends_streams_and_fails_waits() -> None:
         flow = client.open_flows["tool:x"]  # type: ignore[index]
         ticket = await client.submit(flow, approve(flow))
         transport.end("disconnected")
-        with pytest.raises(ConnectionLost) as caught:
-            await client.await_result(ticket, timeout=TIMEOUT)
-        assert caught.value.reason == "disconnected"
+        lost = await client.await_result(ticket, timeout=TIMEOUT)
+        assert isinstance(lost, SubmitLost)
+        assert (lost.reason, lost.acknowledged) == ("disconnected", False)
         assert [flow async for flow in flows] == [flow]
         remaining = [event async for event in events]
         assert [event.kind for event in remaining] == ["started", "session_ended"]
@@ -479,9 +482,9 @@ async def test_close_fails_pending_waits_and_client_must_be_open() -> None:
         flow = client.open_flows["tool:x"]  # type: ignore[index]
         ticket = await client.submit(flow, approve(flow))
     assert transport.closed
-    with pytest.raises(ConnectionLost) as caught:
-        await client.await_result(ticket, timeout=TIMEOUT)
-    assert caught.value.reason == "closed"
+    lost = await client.await_result(ticket, timeout=TIMEOUT)
+    assert isinstance(lost, SubmitLost)
+    assert lost.reason == "closed"
     with pytest.raises(ClientNotOpen):
         await client.submit(flow, approve(flow))
 
@@ -499,7 +502,7 @@ async def test_waiter_is_armed_before_a_synchronous_ack() -> None:
         ticket = await client.submit(flow, approve(flow))
         outcome = await client.await_result(ticket, timeout=TIMEOUT)
     assert isinstance(outcome, SubmitAccepted)
-    assert outcome.completion is not None
+    assert outcome.completion.flow_id == "tool:x"
     assert msgspec.to_builtins(transport.sent[0])["response"] == {
         "kind": "answer",
         "mode": "submit",
@@ -542,8 +545,37 @@ async def test_form_with_every_question_type_round_trips(fake: FakeHost) -> None
         )
         outcome = await client.respond(flow, answer, timeout=TIMEOUT)
     assert isinstance(outcome, SubmitAccepted)
-    assert outcome.completion is not None
     result = outcome.completion.result
     assert result.answers["targets"].values == ["asia", "eu", "moon"]
     assert result.answers["targets"].indices == [3, 1]
     assert result.answers["layout"].labels == ["List"]
+
+
+@pytest.mark.asyncio
+async def test_acceptance_then_session_end_is_lost_not_accepted() -> None:
+    transport = ScriptedTransport()
+    async with BridgeClient(transport) as client:
+        transport.deliver(STARTED, started_payload())
+        flow = client.open_flows["tool:x"]  # type: ignore[index]
+        ticket = await client.submit(flow, approve(flow))
+        transport.deliver(SUBMIT_RESULT, ack_payload(ticket.request_id, "tool:x"))
+        waiting = asyncio.ensure_future(client.await_result(ticket, timeout=TIMEOUT))
+        asyncio.get_running_loop().call_soon(transport.end, "session_ended")
+        lost = await asyncio.wait_for(waiting, TIMEOUT)
+    assert lost == SubmitLost(flow.flow_id, "session_ended", ticket, acknowledged=True)
+
+
+@pytest.mark.asyncio
+async def test_completion_waits_within_the_same_bound() -> None:
+    """ack first, completion later: respond waits for both, and gives the completion."""
+    transport = ScriptedTransport(
+        on_send=lambda t, p: t.deliver(SUBMIT_RESULT, ack_payload(p.request_id, p.flow_id))
+    )
+    async with BridgeClient(transport) as client:
+        transport.deliver(STARTED, started_payload())
+        flow = client.open_flows["tool:x"]  # type: ignore[index]
+        waiting = asyncio.ensure_future(client.respond(flow, approve(flow), timeout=TIMEOUT))
+        asyncio.get_running_loop().call_soon(transport.deliver, COMPLETED, completed_payload())
+        outcome = await asyncio.wait_for(waiting, TIMEOUT * 2)
+    assert isinstance(outcome, SubmitAccepted)
+    assert outcome.completion.flow_id == "tool:x"

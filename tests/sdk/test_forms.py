@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from pi_ask_sdk import FlowView, OptionValue, UnknownOption, UnknownQuestion
+from pi_ask_sdk import (
+    DisplayText,
+    FlowView,
+    OptionValue,
+    QuestionId,
+    UnknownOption,
+    UnknownQuestion,
+)
 
 from .conftest import MULTI_FORM
 from .helpers import view_of
@@ -19,21 +26,25 @@ def test_view_carries_the_started_event(flow: FlowView) -> None:
     assert flow.flow_id == "tool:plan"
     assert flow.tool_call_id == "plan"
     assert flow.source == "tool"
-    assert flow.title == "Plan"
+    assert flow.title == DisplayText("Plan")
     assert flow.replay is False
     assert flow.question_ids == ("deploy", "targets", "layout")
     deploy = flow.question("deploy")
     assert (deploy.type, deploy.multi, deploy.values) == ("single", False, ("yes", "no"))
     assert flow.question("targets").multi
     no = deploy.option("no")
-    assert (no.label, no.description, no.position, no.recommended) == (
+    assert (str(no.label), str(no.description), no.position, no.recommended) == (
         "Hold",
         "wait for QA",
         2,
         None,
     )
-    assert deploy.recommended == (deploy.option("yes"),)
-    assert flow.question("layout").option("grid").preview == "[][]"
+    yes = deploy.option("yes")
+    assert yes.recommended == DisplayText("recommended")
+    assert f"{yes.label} ({yes.recommended})" == "Ship it (recommended)"
+    assert str(flow.question("layout").option("grid").preview) == "[][]"
+    assert str(deploy.label) == "Deploy"
+    assert deploy.prompt.text == "Deploy now?"
 
 
 def test_unknown_question_names_flow_question_and_known_ids(flow: FlowView) -> None:
@@ -58,15 +69,45 @@ def test_labels_case_variants_and_indices_never_match_a_value(flow: FlowView, te
 
 
 def test_value_lookup_returns_the_form_value(flow: FlowView) -> None:
-    assert flow.question("deploy").value("yes") == "yes"
-    assert flow.question("targets").option("asia").label == "Asia"
+    value = flow.question("deploy").value("yes")
+    assert value == "yes"
+    assert type(str(value)) is str
+    assert value.question_id == "deploy"
+    assert flow.question("targets").option("asia").label.text == "Asia"
+
+
+def test_values_and_ids_cannot_be_made_from_a_str() -> None:
+    with pytest.raises(TypeError, match="take it from a QuestionView"):
+        OptionValue("yes")  # type: ignore[abstract]
+    with pytest.raises(TypeError, match="take it from a QuestionView"):
+        QuestionId("deploy")  # type: ignore[abstract]
+    with pytest.raises(TypeError, match="cannot be subclassed"):
+
+        class Mine(OptionValue):  # pragma: no cover - refused at class creation
+            @property
+            def question_id(self) -> QuestionId:
+                raise AssertionError
+
+    with pytest.raises(TypeError, match="cannot be subclassed"):
+
+        class MyId(QuestionId):  # pragma: no cover - refused at class creation
+            def _from_form(self) -> None:
+                raise AssertionError
+
+
+def test_display_text_is_not_a_str(flow: FlowView) -> None:
+    label = flow.question("deploy").option("yes").label
+    assert not isinstance(label, str)
+    assert label != "Ship it"  # type: ignore[comparison-overlap]
+    assert str(label) == "Ship it"
+    assert f"[{label:>8}]" == "[ Ship it]"
 
 
 def test_views_are_read_only(flow: FlowView) -> None:
     with pytest.raises(AttributeError):
-        flow.title = "other"  # type: ignore[misc]
+        flow.title = DisplayText("other")  # type: ignore[misc]
     with pytest.raises(AttributeError):
-        flow.question("deploy").option("yes").value = OptionValue("no")  # type: ignore[misc]
+        flow.question("deploy").option("yes").value = flow.question("deploy").value("no")  # type: ignore[misc]
 
 
 def test_same_form_ignores_created_at_and_replay(flow: FlowView) -> None:
@@ -74,4 +115,4 @@ def test_same_form_ignores_created_at_and_replay(flow: FlowView) -> None:
 
     again = replace(flow, created_at=flow.created_at + 5, replay=True)
     assert flow.same_form(again)
-    assert not flow.same_form(replace(flow, title="Other"))
+    assert not flow.same_form(replace(flow, title=DisplayText("Other")))

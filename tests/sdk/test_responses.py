@@ -1,4 +1,4 @@
-"""Response builders: values only, §4.3 enforced locally, cancel is its own type."""
+"""Response builders: values only, the host's §4.3 checks run locally, cancel is its own type."""
 
 from __future__ import annotations
 
@@ -15,15 +15,16 @@ from pi_ask_sdk import (
     ApprovalMappingError,
     Cancel,
     CancelFlow,
+    FlowId,
     FlowView,
+    InvalidArgument,
     InvalidResponse,
-    OptionValue,
-    QuestionId,
+    QuestionAnswer,
     SelectOption,
     UnknownOption,
     UnknownQuestion,
 )
-from pi_ask_sdk.testing import FakeHost, yes_no_params
+from pi_ask_sdk.testing import AskParams, FakeHost, yes_no_params
 
 from .conftest import MULTI_FORM
 from .helpers import view_of
@@ -68,27 +69,94 @@ def test_cancel_is_its_own_type_and_wire(flow: FlowView) -> None:
     assert msgspec.to_builtins(empty.to_wire())["kind"] == "answer"
 
 
-def test_label_is_refused_naming_question_and_value(flow: FlowView) -> None:
-    builder = AnswerBuilder(flow)
+# A form whose "deploy" question has other values: its OptionValues are unknown to MULTI_FORM.
+SHIP_HOLD: AskParams = {
+    "questions": [
+        {
+            "id": "deploy",
+            "prompt": "Deploy?",
+            "options": [{"value": "ship", "label": "yes"}, {"value": "hold", "label": "no"}],
+        }
+    ]
+}
+
+
+def host_refusal(entry: dict[str, object]) -> SubmitRefused:
+    """What a real host says about this answer to MULTI_FORM's question ``deploy``."""
+    handle = FakeHost(record=False).open(MULTI_FORM, tool_call_id="plan")
+    with pytest.raises(SubmitRefused) as refused:
+        handle.complete({"kind": "answer", "answers": {"deploy": entry}})
+    return refused.value
+
+
+def test_a_label_is_never_a_value(flow: FlowView) -> None:
+    deploy = flow.question("deploy")
     with pytest.raises(UnknownOption) as caught:
-        builder.select(QuestionId("deploy"), OptionValue("Ship it"))
+        deploy.value("Ship it")  # the label of value "yes"
     assert (caught.value.question_id, caught.value.value) == ("deploy", "Ship it")
-    assert "Ship it" in str(caught.value)
-    assert "deploy" in str(caught.value)
+    with pytest.raises(InvalidArgument) as wrong:
+        AnswerBuilder(flow).select(deploy, "yes")  # type: ignore[arg-type]
+    assert (wrong.value.method, wrong.value.argument) == ("select", "options")
+    label = deploy.option("yes").label
+    with pytest.raises(InvalidArgument):
+        AnswerBuilder(flow).select(deploy, label)  # type: ignore[arg-type]
 
 
 def test_unknown_question_is_refused(flow: FlowView) -> None:
     with pytest.raises(UnknownQuestion) as caught:
-        AnswerBuilder(flow).select(QuestionId("Deploy"), OptionValue("yes"))
+        flow.question("Deploy")
     assert caught.value.question_id == "Deploy"
+    with pytest.raises(InvalidArgument) as wrong:
+        AnswerBuilder(flow).select("deploy")  # type: ignore[arg-type]
+    assert wrong.value.argument == "question"
 
 
-def test_views_from_another_form_are_refused(flow: FlowView) -> None:
+def test_views_from_another_form_or_question_are_refused(flow: FlowView) -> None:
     other = view_of(yes_no_params("deploy", prompt="Another prompt"), tool_call_id="other")
     with pytest.raises(UnknownQuestion):
-        AnswerBuilder(flow).select(other.question("deploy"), OptionValue("yes"))
-    with pytest.raises(UnknownOption):
-        AnswerBuilder(flow).select(QuestionId("deploy"), other.question("deploy").option("yes"))
+        AnswerBuilder(flow).select(other.question("deploy"), flow.question("deploy").value("yes"))
+    targets = flow.question("targets")
+    with pytest.raises(UnknownOption) as caught:
+        AnswerBuilder(flow).select(flow.question("deploy"), targets.value("eu"))
+    assert "targets" in str(caught.value)
+
+
+def test_values_of_another_form_are_refused_by_the_hosts_rule(flow: FlowView) -> None:
+    ship = view_of(SHIP_HOLD).question("deploy").value("ship")
+    with pytest.raises(InvalidResponse) as caught:
+        AnswerBuilder(flow).select(flow.question("deploy").id, ship)
+    host = host_refusal({"values": ["ship"]})
+    assert (caught.value.problem, caught.value.host_error) == ("unknown_value", host.code)
+    assert caught.value.host_message == host.message
+
+
+@pytest.mark.parametrize(
+    ("values", "custom", "rule"),
+    [
+        # In the host's order: duplicates, one value, value with text, then unknown values.
+        (["ship", "ship"], None, "duplicate_value"),
+        (["ship", "hold"], None, "too_many_values"),
+        (["ship"], "other", "value_with_custom_text"),
+        (["ship"], None, "unknown_value"),
+    ],
+)
+def test_local_refusal_names_the_rule_the_host_would(
+    flow: FlowView, values: list[str], custom: str | None, rule: str
+) -> None:
+    foreign = view_of(SHIP_HOLD).question("deploy")
+    deploy = flow.question("deploy")
+    builder = AnswerBuilder(flow)
+    if custom is not None:
+        builder.custom_text(deploy, custom)
+    with pytest.raises(InvalidResponse) as caught:
+        builder.select(deploy.id, *(foreign.value(v) for v in values))
+    entry: dict[str, object] = {"values": values}
+    if custom is not None:
+        entry["customText"] = custom
+    host = host_refusal(entry)
+    assert caught.value.problem == rule
+    assert caught.value.host_message == host.message
+    assert caught.value.question_id == "deploy"
 
 
 @pytest.mark.parametrize("qid", ["deploy", "layout"])
@@ -123,9 +191,64 @@ def test_value_plus_custom_text_only_on_multi(flow: FlowView, qid: str) -> None:
     assert entry.custom_text is None
 
 
+def test_a_refused_call_leaves_the_builder_unchanged(flow: FlowView) -> None:
+    deploy = flow.question("deploy")
+    builder = AnswerBuilder(flow).select(deploy, deploy.value("no"))
+    with pytest.raises(InvalidResponse):
+        builder.custom_text(deploy, "other")
+    with pytest.raises(InvalidResponse):
+        builder.select(deploy, deploy.value("no"), deploy.value("yes"))
+    assert msgspec.to_builtins(builder.build().to_wire())["answers"] == {
+        "deploy": {"values": ["no"]}
+    }
+
+
 def test_option_notes_only_for_real_options(flow: FlowView) -> None:
-    with pytest.raises(UnknownOption):
-        AnswerBuilder(flow).option_note(QuestionId("deploy"), OptionValue("maybe"), "hm")
+    hold = view_of(SHIP_HOLD).question("deploy").value("hold")
+    with pytest.raises(InvalidResponse) as caught:
+        AnswerBuilder(flow).option_note(flow.question("deploy").id, hold, "hm")
+    assert caught.value.problem == "unknown_option_note"
+    assert caught.value.host_message == host_refusal({"optionNotes": {"hold": "hm"}}).message
+
+
+@pytest.mark.parametrize(
+    ("call", "method", "argument"),
+    [
+        (lambda b, q: b.mode("approve"), "mode", "mode"),
+        (lambda b, q: b.mode(None), "mode", "mode"),
+        (lambda b, q: b.custom_text(q, None), "custom_text", "text"),
+        (lambda b, q: b.custom_text(q, 5), "custom_text", "text"),
+        (lambda b, q: b.note(q, b"x"), "note", "text"),
+        (lambda b, q: b.option_note(q, q.options[0], None), "option_note", "text"),
+        (lambda b, q: b.option_note(q, "yes", "x"), "option_note", "option"),
+        (lambda b, q: b.select(q, None), "select", "options"),
+        (lambda b, q: b.select(str(q.id)), "select", "question"),
+    ],
+)
+def test_wrong_argument_types_raise_a_typed_error_naming_the_argument(
+    flow: FlowView, call: object, method: str, argument: str
+) -> None:
+    builder = AnswerBuilder(flow)
+    with pytest.raises(InvalidArgument) as caught:
+        call(builder, flow.question("deploy"))  # type: ignore[operator]
+    assert (caught.value.code, caught.value.method, caught.value.argument) == (
+        "invalid_argument",
+        method,
+        argument,
+    )
+    assert repr(argument) in str(caught.value)
+    assert isinstance(caught.value, TypeError)
+    with pytest.raises(InvalidArgument):
+        AnswerBuilder(flow, mode="cancel")  # type: ignore[arg-type]
+
+
+def test_answer_is_made_only_by_the_builder(flow: FlowView) -> None:
+    with pytest.raises(TypeError, match="AnswerBuilder"):
+        Answer(FlowId("tool:plan"), ())  # type: ignore[abstract]
+    answer = AnswerBuilder(flow).build()
+    assert isinstance(answer, Answer)
+    assert answer.answers == ()
+    assert isinstance(QuestionAnswer(), QuestionAnswer)
 
 
 def test_elaborate_mode(flow: FlowView) -> None:
@@ -172,15 +295,19 @@ def test_builder_refuses_exactly_what_the_host_refuses(
                 builder.custom_text(question, custom)
             builder.select(question, *(question.value(v) for v in chosen))
         built: Answer | None = builder.build()
-    except InvalidResponse:
-        built = None
+        local: InvalidResponse | None = None
+    except InvalidResponse as error:
+        built, local = None, error
     try:
         handle.complete({"kind": "answer", "answers": raw_answers})
-        host_accepts = True
+        host_refusal: SubmitRefused | None = None
     except SubmitRefused as refused:
         assert refused.code == "invalid_answer"
-        host_accepts = False
-    assert (built is not None) == host_accepts
+        host_refusal = refused
+    assert (built is None) == (host_refusal is not None)
+    if local is not None and host_refusal is not None:
+        # The same rule, worded as the host words it (checked call by call, in host order).
+        assert local.host_message == host_refusal.message
     if built is not None:
         # And what the builder produces is itself accepted by a fresh host.
         again = FakeHost(record=False).open(MULTI_FORM, tool_call_id="plan")
@@ -189,20 +316,28 @@ def test_builder_refuses_exactly_what_the_host_refuses(
 
 # --- approval mappings ---------------------------------------------------------------------------
 
-BUTTONS = ApprovalMapping(
-    {
-        "Approve": SelectOption("deploy", "yes"),
-        "Reject": SelectOption("deploy", "no"),
-        "Dismiss": CancelFlow(),
-    }
-)
+
+def buttons_for(flow: FlowView) -> ApprovalMapping:
+    deploy = flow.question("deploy")
+    return ApprovalMapping(
+        {
+            "Approve": SelectOption(deploy.value("yes")),
+            "Reject": SelectOption(deploy.value("no")),
+            "Dismiss": CancelFlow(),
+        }
+    )
+
+
+BUTTONS = buttons_for(view_of(yes_no_params("deploy")))
 
 
 def test_mapping_turns_buttons_into_explicit_values() -> None:
-    flow = view_of(yes_no_params("deploy"))
+    flow = view_of(yes_no_params("deploy"), tool_call_id="again")
     bound = BUTTONS.bind(flow)
+    assert bound.flow is flow
     approve = bound.response("Approve")
     assert isinstance(approve, Answer)
+    assert approve.flow_id == flow.flow_id
     assert msgspec.to_builtins(approve.to_wire())["answers"] == {"deploy": {"values": ["yes"]}}
     reject = bound.response("Reject")
     assert isinstance(reject, Answer)
@@ -210,6 +345,12 @@ def test_mapping_turns_buttons_into_explicit_values() -> None:
     assert entry is not None
     assert entry.values == ("no",)
     assert isinstance(bound.response("Dismiss"), Cancel)
+    action = bound.action("Approve")
+    assert isinstance(action, SelectOption)
+    assert (action.question_id, action.value, action.kind) == ("deploy", "yes", "select")
+    assert action == SelectOption(flow.question("deploy").value("yes"))
+    with pytest.raises(AttributeError):
+        action.value = flow.question("deploy").value("no")  # type: ignore[misc]
 
 
 def test_mapping_fails_loudly_on_a_missing_question() -> None:
@@ -228,7 +369,7 @@ def test_mapping_fails_loudly_on_a_missing_question() -> None:
 
 
 def test_mapping_fails_loudly_on_a_missing_value_even_if_a_label_matches() -> None:
-    params = {
+    params: AskParams = {
         "questions": [
             {
                 "id": "deploy",
@@ -258,5 +399,8 @@ def test_unknown_button_is_refused() -> None:
 
 
 def test_mapping_refuses_non_actions() -> None:
-    with pytest.raises(TypeError):
+    with pytest.raises(InvalidArgument):
         ApprovalMapping({"Approve": "yes"})  # type: ignore[dict-item]
+    with pytest.raises(InvalidArgument) as caught:
+        SelectOption("yes")  # type: ignore[arg-type]
+    assert caught.value.argument == "value"

@@ -6,13 +6,22 @@ import os
 import subprocess
 import sys
 import textwrap
+import typing
 from pathlib import Path
 
 import pytest
 
+import pi_ask_core
+import pi_ask_core.protocol
 from pi_ask_core import COMPLETED, STARTED, SUBMIT, SUBMIT_RESULT
 from pi_ask_sdk import AnswerBuilder
-from pi_ask_sdk.testing import FakeHost, yes_no_params
+from pi_ask_sdk.testing import (
+    AskParams,
+    AskParamsOption,
+    AskParamsQuestion,
+    FakeHost,
+    yes_no_params,
+)
 
 from .conftest import TIMEOUT
 
@@ -51,7 +60,7 @@ def test_records_are_plain_json(fake: FakeHost) -> None:
 
 def test_local_user_answers_and_cancels(fake: FakeHost) -> None:
     handle = fake.open(yes_no_params(), tool_call_id="c1")
-    result = fake.answer(handle, {"kind": "answer", "answers": {"deploy": {"values": ["yes"]}}})
+    result = handle.complete({"kind": "answer", "answers": {"deploy": {"values": ["yes"]}}})
     assert result.answers["deploy"].labels == ["Yes"]
     fake.open(yes_no_params(), tool_call_id="c2")
     assert fake.cancel("tool:c2").cancelled
@@ -119,7 +128,8 @@ PLUGIN_TEST = textwrap.dedent(
                 deploy = flow.question("deploy")
                 answer = AnswerBuilder(flow).select(deploy, deploy.value("yes")).build()
                 outcome = await client.respond(flow, answer, timeout=2)
-                assert isinstance(outcome, SubmitAccepted) and outcome.completion is not None
+                assert isinstance(outcome, SubmitAccepted)
+                assert outcome.completion.result.answers["deploy"].values == ["yes"]
 
         asyncio.run(scenario())
     """
@@ -144,3 +154,40 @@ def test_plugin_fixtures_work_without_any_async_plugin(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "3 passed" in done.stdout
+
+
+def test_answer_takes_only_sdk_responses(fake: FakeHost) -> None:
+    handle = fake.open(yes_no_params(), tool_call_id="c1")
+    raw = {"kind": "answer", "answers": {"deploy": {"values": ["yes"]}}}
+    with pytest.raises(TypeError, match="Answer or a Cancel"):
+        fake.answer(handle, raw)  # type: ignore[arg-type]
+    assert handle.is_open
+
+
+@pytest.mark.parametrize(
+    ("typed", "struct"),
+    [
+        (AskParams, pi_ask_core.AskParams),
+        (AskParamsQuestion, pi_ask_core.protocol.AskParamsQuestion),
+        (AskParamsOption, pi_ask_core.protocol.AskParamsOption),
+    ],
+)
+def test_ask_params_typeddicts_match_the_wire_structs(typed: type, struct: type) -> None:
+    """FakeHost.open's TypedDicts have the keys (and required keys) of the core's Structs."""
+    from pi_ask_core.schema import _fields
+
+    fields = {key: required for key, _, required in _fields(struct)}
+    assert set(typing.get_type_hints(typed)) == set(fields)
+    assert typed.__required_keys__ == {key for key, required in fields.items() if required}  # type: ignore[attr-defined]
+
+
+def test_answer_refuses_a_response_built_for_another_flow(fake: FakeHost) -> None:
+    from pi_ask_sdk import Cancel, FlowMismatch
+
+    from .helpers import view_of
+
+    handle = fake.open(yes_no_params(), tool_call_id="c1")
+    other = view_of(yes_no_params(), tool_call_id="c2")
+    with pytest.raises(FlowMismatch):
+        fake.answer(handle, Cancel.of(other))
+    assert handle.is_open

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import re
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,22 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 PASS_FILES = sorted((HERE / "pass").glob("*.py"))
 FAIL_FILES = sorted((HERE / "fail").glob("*.py"))
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+_SNIPPET = re.compile(r"^(?P<indent>[ \t]*)```python\n(?P<code>.*?)^(?P=indent)```", re.M | re.S)
+
+
+def doc_snippets() -> list[tuple[str, str]]:
+    """(id, code) of every ```python block in the README and docs/, dedented."""
+    found = []
+    for doc in DOCS:
+        text = doc.read_text(encoding="utf-8")
+        for number, match in enumerate(_SNIPPET.finditer(text), start=1):
+            code = textwrap.dedent(match["code"])
+            found.append((f"{doc.stem}_{number}", code))
+    return found
+
+
+SNIPPETS = doc_snippets()
 
 _IGNORE = re.compile(r"[ \t]*#[ \t]*type:[ \t]*ignore(?:\[(?P<codes>[^\]]*)\])?")
 _LINE = re.compile(r"^(?P<path>.+?):(?P<line>\d+): (?P<severity>error|note): (?P<text>.*)$")
@@ -200,6 +217,44 @@ def test_fail_file_errors_are_exactly_the_annotated_ones(
         f"{path.name}: expected errors not reported: {missing}\n"
         f"reported but not annotated:\n{_show(unexpected)}"
     )
+
+
+@pytest.mark.parametrize("path", PASS_FILES, ids=lambda path: path.name)
+def test_pass_file_runs(path: Path) -> None:
+    """The pass cases are real bridges: they also run (against FakeHost) without error."""
+    import runpy
+
+    runpy.run_path(str(path), run_name="__main__")
+
+
+@pytest.fixture(scope="session")
+def snippets_run(mypy: Mypy) -> tuple[MypyRun, dict[str, Path]]:
+    """One run over every doc snippet, each written out as a module of its own."""
+    into = mypy.workdir / "snippets"
+    into.mkdir()
+    paths = {}
+    for name, code in SNIPPETS:
+        path = into / f"snippet_{name.replace('-', '_')}.py"
+        path.write_text(code, encoding="utf-8")
+        paths[name] = path.resolve()
+    return mypy.run(list(paths.values())), paths
+
+
+def test_docs_have_snippets() -> None:
+    names = [name for name, _ in SNIPPETS]
+    assert any(name.startswith("README") for name in names)
+    assert sum(name.startswith("bridges") for name in names) >= 4
+
+
+@pytest.mark.parametrize("name", [name for name, _ in SNIPPETS])
+def test_doc_snippet_passes_strict(
+    snippets_run: tuple[MypyRun, dict[str, Path]], name: str
+) -> None:
+    run, paths = snippets_run
+    errors = run.errors_in(paths[name])
+    code = dict(SNIPPETS)[name]
+    assert not errors, f"doc snippet {name} fails mypy --strict:\n{_show(errors)}\n{code}"
+    assert not run.stray_errors(), _show(run.stray_errors())
 
 
 def test_no_errors_outside_the_cases(

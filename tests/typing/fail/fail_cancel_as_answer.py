@@ -9,7 +9,6 @@ from pi_ask_sdk import (
     Cancel,
     CancelFlow,
     FlowView,
-    QuestionId,
     SelectOption,
 )
 
@@ -25,12 +24,15 @@ def cancel_as_answer(flow: FlowView) -> None:
 
 
 def answer_kind_cancel(flow: FlowView) -> None:
-    Answer(flow.flow_id, (), kind="cancel")  # type: ignore[arg-type]
+    Answer(flow.flow_id, (), kind="cancel")  # type: ignore[abstract, arg-type]
     Cancel(flow.flow_id, kind="answer")  # type: ignore[arg-type]
 
 
 def button_response_taken_for_an_answer(flow: FlowView, button: str) -> None:
-    mapping = ApprovalMapping({"Approve": SelectOption("deploy", "yes"), "Dismiss": CancelFlow()})
+    deploy = flow.question("deploy")
+    mapping = ApprovalMapping(
+        {"Approve": SelectOption(deploy.value("yes")), "Dismiss": CancelFlow()}
+    )
     response = mapping.bind(flow).response(button)
     print(response.answers)  # type: ignore[union-attr]
     needs_answer(response)  # type: ignore[arg-type]
@@ -38,4 +40,4 @@ def button_response_taken_for_an_answer(flow: FlowView, button: str) -> None:
 
 def builder_mode_is_not_a_cancel(flow: FlowView) -> None:
     AnswerBuilder(flow, mode="cancel")  # type: ignore[arg-type]
-    AnswerBuilder(flow).select(QuestionId("deploy")).mode("cancel")  # type: ignore[arg-type]
+    AnswerBuilder(flow).select(flow.question("deploy").id).mode("cancel")  # type: ignore[arg-type]

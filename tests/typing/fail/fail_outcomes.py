@@ -1,4 +1,4 @@
-"""Ignoring that a submit can be rejected, and matches that forget a case."""
+"""Item 3: every outcome of a submit is a value; a match that forgets one does not type-check."""
 
 from __future__ import annotations
 
@@ -9,11 +9,14 @@ from pi_ask_sdk import (
     BridgeEvent,
     FlowCompleted,
     FlowStarted,
-    SessionEnded,
+    FlowView,
+    Response,
     SubmitAccepted,
+    SubmitLost,
     SubmitOutcome,
     SubmitRejected,
     SubmitTicket,
+    SubmitTimedOut,
     SyncBridgeClient,
 )
 
@@ -30,12 +33,38 @@ def sync_completion_without_narrowing(client: SyncBridgeClient, ticket: SubmitTi
     print(client.await_result(ticket, timeout=1).completion)  # type: ignore[union-attr]
 
 
-def forgets_rejection(outcome: SubmitOutcome) -> str:
+def forgets_timeouts_and_lost_connections(outcome: SubmitOutcome) -> str:
     match outcome:
         case SubmitAccepted():
             return "ok"
+        case SubmitRejected():
+            return "refused"
         case _:
             assert_never(outcome)  # type: ignore[arg-type]
+
+
+def forgets_lost(outcome: SubmitOutcome) -> str:
+    match outcome.kind:
+        case "accepted" | "rejected" | "timed_out":
+            return outcome.kind
+        case _:
+            assert_never(outcome.kind)  # type: ignore[arg-type]
+
+
+def treats_everything_else_as_a_rejection(outcome: SubmitOutcome) -> str:
+    if outcome.kind == "accepted":
+        return "ok"
+    return outcome.message  # type: ignore[union-attr]
+
+
+async def respond_is_not_two_outcomes(client: BridgeClient, flow: FlowView, r: Response) -> None:
+    outcome: SubmitAccepted | SubmitRejected = await client.respond(flow, r)  # type: ignore[assignment]
+    print(outcome)
+
+
+def lost_may_have_sent_nothing(lost: SubmitLost, timed_out: SubmitTimedOut) -> SubmitTicket:
+    print(timed_out.ticket.request_id)  # fine: a timed-out submit was sent
+    return lost.ticket  # type: ignore[return-value]
 
 
 def forgets_session_end(event: BridgeEvent) -> str:
@@ -46,23 +75,3 @@ def forgets_session_end(event: BridgeEvent) -> str:
             return "completed"
         case _:
             assert_never(event)  # type: ignore[arg-type]
-
-
-def forgets_completion(event: BridgeEvent) -> str:
-    if isinstance(event, FlowStarted):
-        return "started"
-    if isinstance(event, SessionEnded):
-        return "ended"
-    assert_never(event)  # type: ignore[arg-type]
-
-
-def wrong_kind_tag(outcome: SubmitOutcome) -> str:
-    if outcome.kind == "rejected":
-        return outcome.message
-    if outcome.kind == "refused":  # type: ignore[comparison-overlap]
-        return "never"
-    return "accepted"
-
-
-def rejected_is_not_accepted(rejected: SubmitRejected) -> SubmitAccepted:
-    return rejected  # type: ignore[return-value]

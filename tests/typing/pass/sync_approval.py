@@ -14,29 +14,40 @@ from pi_ask_sdk import (
     Cancel,
     CancelFlow,
     FlowView,
+    OptionValue,
+    QuestionId,
     Response,
     SelectOption,
     SubmitAccepted,
+    SubmitLost,
     SubmitOutcome,
     SubmitRejected,
     SubmitTicket,
+    SubmitTimedOut,
     SyncBridgeClient,
     SyncClientStream,
 )
 from pi_ask_sdk.testing import FakeHost, yes_no_params
 
-BUTTONS = ApprovalMapping(
-    {
-        "Approve": SelectOption("deploy", "yes"),
-        "Reject": SelectOption("deploy", "no"),
-        "Dismiss": CancelFlow(),
-    }
-)
+
+def buttons(flow: FlowView) -> BoundApproval:
+    """The buttons for one form, from its own values (a form without them raises)."""
+    deploy = flow.question("deploy")
+    mapping = ApprovalMapping(
+        {
+            "Approve": SelectOption(deploy.value("yes")),
+            "Reject": SelectOption(deploy.value("no")),
+            "Dismiss": CancelFlow(),
+        }
+    )
+    return mapping.bind(flow)
 
 
 def button_text(action: ButtonAction) -> str:
     match action:
         case SelectOption(question_id=qid, value=value):
+            assert_type(qid, QuestionId)
+            assert_type(value, OptionValue)
             return f"{qid} = {value}"
         case CancelFlow():
             return "cancel"
@@ -60,27 +71,29 @@ def main() -> None:
         assert_type(flows, SyncClientStream[FlowView])
         host.open(yes_no_params("deploy"), tool_call_id="c1")
         flow = flows.next(timeout=1)
-        bound = BUTTONS.bind(flow)
+        bound = buttons(flow)
         assert_type(bound, BoundApproval)
-        for button, action in BUTTONS:
-            print(button, button_text(action))
+        for name in bound.buttons:
+            print(name, button_text(bound.action(name)))
         response = bound.response("Approve")
         assert_type(response, Answer | Cancel)
         print(sent(response))
         ticket = client.submit(flow, response)
         assert_type(ticket, SubmitTicket)
         outcome = client.await_result(ticket, timeout=5)
-        assert_type(outcome, SubmitAccepted | SubmitRejected)
+        assert_type(outcome, SubmitAccepted | SubmitRejected | SubmitTimedOut | SubmitLost)
         match outcome:
             case SubmitAccepted():
-                print("approved", outcome.completion)
+                print("approved", outcome.completion.result.answers)
             case SubmitRejected():
                 print("refused", outcome.error, outcome.flow_still_open)
+            case SubmitTimedOut() | SubmitLost():
+                print("not confirmed: neither an answer nor a cancel", outcome.kind)
             case _:
                 assert_never(outcome)
         host.open(yes_no_params("deploy"), tool_call_id="c2")
         second = flows.next(timeout=1)
-        dismissed = BUTTONS.bind(second).response("Dismiss")
+        dismissed = buttons(second).response("Dismiss")
         assert_type(client.respond(second, dismissed, timeout=5), SubmitOutcome)
 
 

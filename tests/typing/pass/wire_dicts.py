@@ -16,6 +16,8 @@ if TYPE_CHECKING:
         AskQuestion,
         CancelResponse,
         CompletedEvent,
+        Label,
+        OptionValue,
         RemoteAnswer,
         StartedEvent,
         SubmitAck,
@@ -25,7 +27,7 @@ if TYPE_CHECKING:
     )
 
 
-def first_values(event: StartedEvent) -> dict[str, str]:
+def first_values(event: StartedEvent) -> dict[str, OptionValue]:
     """Question id -> the first option value (never a label)."""
     assert_type(event["version"], Literal[1])
     assert_type(event["createdAt"], int | float)
@@ -33,6 +35,11 @@ def first_values(event: StartedEvent) -> dict[str, str]:
     if "toolCallId" in event:
         assert_type(event["toolCallId"], str)
     assert_type(event.get("title"), str | None)
+    for question in questions:
+        for option in question["options"]:
+            assert_type(option["value"], OptionValue)
+            assert_type(option["label"], Label)
+            print(f"{option['label']} = {option['value']}")  # both render as str
     return {q["id"]: q["options"][0]["value"] for q in questions if q["options"]}
 
 
