@@ -458,11 +458,7 @@ class PiProcess:
         id is ``tool:<tool_call_id>``; it returns once the call was prompted).
         """
         if self.host_extension is not None:
-            if tool_call_id is None:
-                self._tool_calls += 1
-                tool_call_id = f"pi-ask-call-{self._tool_calls}"
-            self.prompt(f"CALL ask_user#{tool_call_id} {json.dumps(params)}", timeout=timeout)
-            return f"tool:{tool_call_id}"
+            return self.call_ask_user(params, tool_call_id=tool_call_id, timeout=timeout)
         spec: dict[str, object] = {"params": params}
         if tool_call_id is not None:
             spec["toolCallId"] = tool_call_id
@@ -470,6 +466,21 @@ class PiProcess:
         if not report.get("ok"):
             raise PiFailed(f"the test host refused the form: {report}")
         return str(report["flowId"])
+
+    def call_ask_user(
+        self,
+        params: Mapping[str, object],
+        *,
+        tool_call_id: str | None = None,
+        timeout: float = WAIT,
+    ) -> str:
+        """Make the scripted model call ``ask_user`` with ``params`` (a real tool call, whose
+        result goes back to Pi's agent); returns the flow id ``tool:<tool_call_id>`` at once."""
+        if tool_call_id is None:
+            self._tool_calls += 1
+            tool_call_id = f"pi-ask-call-{self._tool_calls}"
+        self.prompt(f"CALL ask_user#{tool_call_id} {json.dumps(params)}", timeout=timeout)
+        return f"tool:{tool_call_id}"
 
     def cancel_form(self, flow_id: str) -> bool:
         return bool(self.test_command("cancel", flow_id).get("ok"))
