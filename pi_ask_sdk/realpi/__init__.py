@@ -25,7 +25,7 @@ import stat
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -220,6 +220,7 @@ class PiProcess:
         standin: StandinThread | None = None,
         present_single_as_multi: bool = False,
         extra_env: Mapping[str, str] | None = None,
+        extra_args: Sequence[str] = (),
     ) -> None:
         self.env = env
         self.workdir = workdir
@@ -235,6 +236,7 @@ class PiProcess:
         self._present_single_as_multi = present_single_as_multi
         self._tool_calls = 0
         self.extra_env = dict(extra_env or {})
+        self.extra_args = list(extra_args)
         self.proc: subprocess.Popen[bytes] | None = None
         self.records: list[Record] = []
         self.stderr_lines: list[str] = []
@@ -254,7 +256,7 @@ class PiProcess:
             args += ["-e", str(self.host_extension)]
         if self.test_host or self.host_extension is not None:
             args += ["-e", str(standin_extension_path()), "--model", FAUX_MODEL]
-        return args
+        return args + self.extra_args
 
     def environment(self) -> dict[str, str]:
         env = {
