@@ -201,6 +201,10 @@ def _relay_extension() -> Path:
 class PiProcess:
     """One Pi process in RPC mode. Use as a context manager, or call ``stop()``.
 
+    Pi runs with ``--no-extensions`` (only the extensions given here load) unless
+    ``installed_packages``: then the packages ``pi install`` put in its agent directory
+    (``install_package``) load too.
+
     With ``test_host`` (the default) it loads the stand-in host, backed by ``standin`` (a
     ``StandinThread``; one of its own when not given), and the scripted model
     ``pi-ask-faux/scripted``. With ``host_extension`` (a ``pi-agent-ask`` checkout or file) that
@@ -221,6 +225,7 @@ class PiProcess:
         present_single_as_multi: bool = False,
         extra_env: Mapping[str, str] | None = None,
         extra_args: Sequence[str] = (),
+        installed_packages: bool = False,
     ) -> None:
         self.env = env
         self.workdir = workdir
@@ -237,6 +242,7 @@ class PiProcess:
         self._tool_calls = 0
         self.extra_env = dict(extra_env or {})
         self.extra_args = list(extra_args)
+        self.installed_packages = installed_packages
         self.proc: subprocess.Popen[bytes] | None = None
         self.records: list[Record] = []
         self.stderr_lines: list[str] = []
@@ -249,7 +255,9 @@ class PiProcess:
     # --- lifecycle ---
 
     def command_line(self) -> list[str]:
-        args = [self.env.node, self.env.pi_cli, "--mode", "rpc", "--no-extensions", "--no-session"]
+        args = [self.env.node, self.env.pi_cli, "--mode", "rpc", "--no-session"]
+        if not self.installed_packages:  # else: what `pi install` put in its agent directory
+            args.append("--no-extensions")
         if self.relay:
             args += ["-e", str(_relay_extension())]
         if self.host_extension is not None:
@@ -278,6 +286,17 @@ class PiProcess:
             env.update(self.standin.environment())
         env.update(self.extra_env)
         return env
+
+    def install_package(self, source: str, *, timeout: float = 120) -> None:
+        """``pi install <source>`` into this Pi's own agent directory (before ``start``)."""
+        subprocess.run(
+            [self.env.node, self.env.pi_cli, "install", source],
+            env=self.environment(),
+            cwd=self.workdir,
+            capture_output=True,
+            timeout=timeout,
+            check=True,
+        )
 
     def start(self) -> PiProcess:
         if self.test_host and self.host_extension is None and self.standin is None:
