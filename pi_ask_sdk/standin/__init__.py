@@ -91,6 +91,8 @@ def _encode(message: Mapping[str, object]) -> bytes:
 
 
 def _decode(line: bytes) -> object:
+    # The extension cuts nesting deeper than 64 levels, so a line never exhausts the recursion
+    # limit here.
     try:
         return msgspec.json.decode(line)
     except msgspec.DecodeError:
@@ -256,7 +258,7 @@ class StandinSession:
 def _open_spec(args: str, present_single_as_multi: bool) -> Mapping[str, object]:
     try:
         spec = _decode(args.encode("utf-8", "surrogatepass"))
-    except ValueError as error:
+    except (ValueError, RecursionError) as error:
         raise _BadArguments(f"not JSON: {error}") from None
     if not isinstance(spec, dict):
         raise _BadArguments("expected a JSON object {toolCallId?, params, source?}")
@@ -373,7 +375,7 @@ class StandinServer:
                     return
                 try:
                     message = _decode(line)
-                except ValueError:
+                except (ValueError, RecursionError):
                     _log.warning("stand-in link: undecodable line skipped")
                     continue
                 try:

@@ -64,6 +64,25 @@ function unsafePath(socketPath: string): string | undefined {
 }
 
 type Message = Record<string, unknown>;
+
+// Values nested deeper than this reach Python as this marker: no valid field of a form or a submit
+// is that deep, so the core refuses or ignores it exactly where it would refuse or ignore the
+// original, and neither side's JSON decoder can be exhausted (it also breaks reference cycles).
+const MAX_DEPTH = 64;
+const TOO_DEEP = Object.freeze({ "pi-ask-standin": "nested too deep" });
+
+function limitDepth(input: unknown, depth: number): unknown {
+	let value = input;
+	if (typeof value !== "object" || value === null) return value;
+	const toJSON = (value as { toJSON?: unknown }).toJSON;
+	if (typeof toJSON === "function") value = toJSON.call(value); // as JSON.stringify does, once
+	if (typeof value !== "object" || value === null) return value;
+	if (depth >= MAX_DEPTH) return TOO_DEEP;
+	if (Array.isArray(value)) return value.map((item) => limitDepth(item, depth + 1));
+	const copy: Record<string, unknown> = {};
+	for (const [key, item] of Object.entries(value)) copy[key] = limitDepth(item, depth + 1);
+	return copy;
+}
 interface ToolWaiter {
 	resolve(message: Message): void;
 	reject(error: Error): void;
@@ -103,7 +122,7 @@ class Link {
 		if (this.closed || !this.socket || this.socket.destroyed) return;
 		let line: string;
 		try {
-			line = JSON.stringify(message);
+			line = JSON.stringify(limitDepth(message, -1));
 		} catch (e) {
 			// e.g. a submit whose data cannot be serialized: the core sees null and says why
 			line = JSON.stringify({ ...message, data: null, unserializable: (e as Error).message });

@@ -69,6 +69,9 @@ class RawRelay:
         line = {"type": "emit", "channel": "pi-agent-ask:submit", "data": data}
         self.sock.sendall(json.dumps(line).encode() + b"\n")
 
+    def send_line(self, line: bytes) -> None:
+        self.sock.sendall(line + b"\n")
+
     def close(self) -> None:
         self.sock.close()
 
@@ -312,3 +315,57 @@ def test_the_extension_refuses_an_unsafe_socket_directory(
     finally:
         listener.close()
     assert os.stat(shared).st_mode & 0o777 == 0o755
+
+
+def submit_of(flow_id: str, request_id: str, values: object) -> dict[str, object]:
+    return {
+        "version": 1,
+        "requestId": request_id,
+        "flowId": flow_id,
+        "response": {"kind": "answer", "answers": {"q": {"values": values}}},
+    }
+
+
+def test_odd_submits_get_the_cores_answers_and_the_form_stays_open(tool_pi: PiProcess) -> None:
+    relay = RawRelay(tool_pi.socket_path)
+    try:
+        flow_id = tool_pi.open_form(single_question())
+        assert relay.event()[0] == STARTED
+        # nested past both JSON decoders' recursion limits (too deep for json.dumps too)
+        deep = json.dumps(submit_of(flow_id, "deep", "HOLE")).encode()
+        relay.send_line(
+            b'{"type":"emit","channel":"pi-agent-ask:submit","data":'
+            + deep.replace(b'"HOLE"', b"[" * 5000 + b'"a"' + b"]" * 5000)
+            + b"}"
+        )
+        channel, ack = relay.event()
+        assert (channel, ack["requestId"], ack["error"]) == (
+            SUBMIT_RESULT,
+            "deep",
+            "invalid_answer",
+        )
+        odd = [
+            ("lone\ud800surrogate", ["\udfff"]),
+            ("big", ["x" * 900_000]),
+        ]
+        for request_id, values in odd:
+            relay.submit(submit_of(flow_id, request_id, values))
+            channel, ack = relay.event()
+            assert channel == SUBMIT_RESULT
+            assert (ack["requestId"], ack["ok"], ack["error"]) == (
+                request_id,
+                False,
+                "invalid_answer",
+            )
+        # a burst: every submit answered once, in order, and the form still open until valid
+        for n in range(300):
+            relay.submit(submit_of(flow_id, f"burst-{n}", ["nope"]))
+        acks = [relay.event() for _ in range(300)]
+        assert [a["requestId"] for _, a in acks] == [f"burst-{n}" for n in range(300)]
+        assert flow_id in tool_pi.open_flow_ids()
+        relay.submit(submit_of(flow_id, "good", ["b"]))
+        channels = [relay.event()[0] for _ in range(2)]
+        assert channels == [COMPLETED, SUBMIT_RESULT]
+        assert tool_pi.result(flow_id).answers["q"].values == ["b"]
+    finally:
+        relay.close()
