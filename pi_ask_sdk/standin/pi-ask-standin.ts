@@ -166,7 +166,7 @@ class Link {
 			const line = Buffer.concat([...this.chunks, piece]).toString("utf8");
 			this.chunks = [];
 			this.pending = 0;
-			if (line.trim() !== "") this.onMessage(JSON.parse(line) as Message);
+			if (line.trim() !== "") this.guard(() => this.onMessage(JSON.parse(line) as Message));
 			start = nl + 1;
 		}
 	}
