@@ -44,13 +44,9 @@ def _cmd_standin_path(args: argparse.Namespace) -> int:
 
 
 def _cmd_try(args: argparse.Namespace) -> int:
-    from pathlib import Path
+    from .trying import run
 
-    from .trying import load_form, try_pi
-
-    host = Path(args.host).resolve() if args.host else None
-    form = load_form(args.form)
-    return try_pi(form=form, count=args.count, flavour=args.flavour, host_extension=host)
+    return run(args.form, args.count, args.flavour, args.host)
 
 
 def _relay_args(parser: argparse.ArgumentParser) -> None:

@@ -20,7 +20,7 @@ from typing import TextIO
 from .demo import DEMO_FORM
 from .realpi import Flavour, PiFailed, PiNotInstalled, PiProcess, install_pi, locate_pi, running_pi
 
-__all__ = ["load_form", "try_pi"]
+__all__ = ["load_form", "run", "try_pi"]
 
 _POLL = 0.5
 """How often (s) the wait for a person's answer checks that Pi is still alive."""
@@ -98,3 +98,25 @@ def try_pi(
             say(f"completed {flow_id}; the agent's ask_user result:")
             say(json.dumps(details, indent=2, ensure_ascii=False))
     return 0
+
+
+def run(form: str | None, count: int, flavour: Flavour, host: str | None) -> int:
+    """``pi-ask try`` from its arguments: 0 done, 1 Pi failed or refused the form, 2 bad
+    arguments; problems are one line on stderr, not a traceback."""
+    try:
+        params = load_form(form)
+    except (OSError, ValueError) as error:
+        print(f"pi-ask try: cannot read the form: {error}", file=sys.stderr)
+        return 2
+    if count < 1:
+        print("pi-ask try: --count must be at least 1", file=sys.stderr)
+        return 2
+    host_path = Path(host).resolve() if host else None
+    if host_path is not None and not host_path.exists():
+        print(f"pi-ask try: no such host extension: {host_path}", file=sys.stderr)
+        return 2
+    try:
+        return try_pi(form=params, count=count, flavour=flavour, host_extension=host_path)
+    except (PiNotInstalled, PiFailed) as error:
+        print(f"pi-ask try: {error}", file=sys.stderr)
+        return 1

@@ -503,6 +503,18 @@ class PiProcess:
         self.prompt(f"CALL ask_user#{tool_call_id} {json.dumps(params)}", timeout=timeout)
         return f"tool:{tool_call_id}"
 
+    def set_local_answers(self, flow_id: str, answers: Mapping[str, object]) -> dict[str, Any]:
+        """What the host's own user typed into ``flow_id`` (not a completion; a cancel reports
+        it). Returns the stand-in's report (``ok``, else ``error`` and ``message``)."""
+        spec = json.dumps({"flowId": flow_id, "answers": answers})
+        return self.test_command("local", spec)
+
+    def complete_form(self, flow_id: str, response: Mapping[str, object]) -> dict[str, Any]:
+        """The host's own user submits ``response`` (a ``RemoteAskResponse``) on ``flow_id``.
+        Returns the stand-in's report (``ok`` and ``result``, else ``error`` and ``message``)."""
+        spec = json.dumps({"flowId": flow_id, "response": response})
+        return self.test_command("complete", spec)
+
     def cancel_form(self, flow_id: str) -> bool:
         return bool(self.test_command("cancel", flow_id).get("ok"))
 

@@ -57,6 +57,7 @@ from pi_ask_core import (
     InvalidForm,
     LocalEventBus,
     PiAskError,
+    SubmitRefused,
 )
 from pi_ask_core.results import build_result
 
@@ -208,6 +209,8 @@ class StandinSession:
                 "ok": True,
                 "flowIds": [h.flow_id for h in host.active_flows],
             }
+        if name in ("local", "complete"):
+            return self._local(host, name, args)
         flow_id = args.strip()
         handle = host.get(flow_id)
         if name == "cancel":
@@ -224,6 +227,31 @@ class StandinSession:
             "error": "bad_arguments",
             "message": "unknown command",
         }
+
+    def _local(self, host: FlowHost, name: str, args: str) -> dict[str, object]:
+        """The host's own user: typed answers (``local``) or a completion (``complete``)."""
+        try:
+            spec = _decode(args.encode("utf-8", "surrogatepass"))
+        except (ValueError, RecursionError) as error:
+            spec = None
+            problem = f"not JSON: {error}"
+        else:
+            problem = 'expected a JSON object {"flowId", ...}'
+        flow_id = spec.get("flowId") if isinstance(spec, dict) else None
+        if not isinstance(spec, dict) or not isinstance(flow_id, str):
+            return {"command": name, "ok": False, "error": "bad_arguments", "message": problem}
+        handle = host.get(flow_id)
+        try:
+            if handle is None:
+                raise SubmitRefused("flow_not_found", f'No open flow "{flow_id}".')
+            if name == "local":
+                handle.set_local_answers(spec.get("answers"))
+                return {"command": name, "ok": True, "flowId": flow_id}
+            result = handle.complete(spec.get("response"))
+        except SubmitRefused as error:
+            report = {"command": name, "ok": False, "flowId": flow_id, "error": error.code}
+            return {**report, "message": error.message}
+        return {"command": name, "ok": True, "flowId": flow_id, "result": result}
 
     def _open(self, host: FlowHost, args: str) -> dict[str, object]:
         try:

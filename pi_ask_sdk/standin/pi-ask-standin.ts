@@ -16,6 +16,8 @@
 //   /pi-ask-test-cancel <flowId>   cancel locally, like the TUI's Esc (completed, cancelled)
 //   /pi-ask-test-dispose <flowId>  end without a completed event
 //   /pi-ask-test-list              the open flow ids
+//   /pi-ask-test-local <json>      {"flowId", "answers"}: what the TUI user typed (a cancel reports it)
+//   /pi-ask-test-complete <json>   {"flowId", "response"}: the TUI user submits (or cancels)
 //   Each command reports with ctx.ui.notify("pi-ask-test " + JSON) (an RPC extension_ui_request).
 //   faux model `pi-ask-faux/scripted`: a user message "CALL <tool>[#<toolCallId>] <json>" makes it call
 //   <tool> with <json>; after a tool result it says "TOOL RESULT <tool>: <text>"; else "ECHO: <text>".
@@ -32,7 +34,7 @@ import { Type } from "typebox";
 const ENV_SOCKET = "PI_ASK_STANDIN_SOCKET";
 const CH_SUBMIT = "pi-agent-ask:submit";
 const EMITTABLE = new Set(["pi-agent-ask:started", "pi-agent-ask:completed", "pi-agent-ask:submit-result"]);
-const COMMANDS = ["open", "cancel", "dispose", "list"] as const;
+const COMMANDS = ["open", "cancel", "dispose", "list", "local", "complete"] as const;
 const MAX_LINE_BYTES = 256 * 1024 * 1024;
 
 export const FAUX_PROVIDER = "pi-ask-faux";

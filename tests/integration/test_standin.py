@@ -369,3 +369,39 @@ def test_odd_submits_get_the_cores_answers_and_the_form_stays_open(tool_pi: PiPr
         assert tool_pi.result(flow_id).answers["q"].values == ["b"]
     finally:
         relay.close()
+
+
+def test_the_host_users_own_answers(tool_pi: PiProcess) -> None:
+    relay = RawRelay(tool_pi.socket_path)
+    try:
+        # typed locally, then Escape: the cancel reports what was typed (spec §5.6, L6)
+        first = tool_pi.open_form(single_question())
+        assert relay.event()[0] == STARTED
+        refused = tool_pi.set_local_answers(first, {"q": {"values": ["nope"]}})
+        assert (refused["ok"], refused["error"]) == (False, "invalid_answer")
+        assert tool_pi.set_local_answers(first, {"q": {"values": ["a"]}})["ok"] is True
+        assert tool_pi.cancel_form(first)
+        channel, completed = relay.event()
+        assert channel == COMPLETED
+        assert completed["result"]["cancelled"] is True
+        assert completed["result"]["answers"]["q"]["values"] == ["a"]
+
+        # the TUI user submits first: a bridge's later submit finds no flow
+        second = tool_pi.open_form(single_question())
+        assert relay.event()[0] == STARTED
+        bad = tool_pi.complete_form(second, {"kind": "answer", "answers": {"x": {}}})
+        assert (bad["ok"], bad["error"]) == (False, "invalid_answer")
+        assert second in tool_pi.open_flow_ids()
+        done = tool_pi.complete_form(
+            second, {"kind": "answer", "answers": {"q": {"values": ["b"]}}}
+        )
+        assert done["ok"] is True
+        assert done["result"]["answers"]["q"]["labels"] == ["Beta"]
+        assert relay.event()[0] == COMPLETED
+        relay.submit(submit_of(second, "late", ["a"]))
+        channel, ack = relay.event()
+        assert (channel, ack["error"]) == (SUBMIT_RESULT, "flow_not_found")
+        gone = tool_pi.complete_form(second, {"kind": "cancel"})
+        assert (gone["ok"], gone["error"]) == (False, "flow_not_found")
+    finally:
+        relay.close()
