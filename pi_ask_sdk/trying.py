@@ -1,0 +1,122 @@
+"""``pi-ask try``: a real Pi with the relay and the stand-in host, waiting on a live form.
+
+It installs the pinned Pi from npm into the cache once (``pi_ask_sdk.realpi.install_pi``),
+starts it headless (RPC mode, offline, its own agent directory) with the relay listening in the
+usual relay directory, so ``pi-ask answer``, ``pi-ask watch`` or your bridge
+(``BridgeClient.connect()``) find it, and makes Pi's scripted model call ``ask_user`` with a
+form. It prints each completed result (the tool result Pi's agent receives) and stops after
+``--count`` forms or on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TextIO
+
+from .demo import DEMO_FORM
+from .realpi import Flavour, PiFailed, PiNotInstalled, PiProcess, install_pi, locate_pi, running_pi
+
+__all__ = ["load_form", "run", "try_pi"]
+
+_POLL = 0.5
+"""How often (s) the wait for a person's answer checks that Pi is still alive."""
+
+
+def load_form(source: str | None) -> Mapping[str, object]:
+    """The ask_user input in file ``source`` (``-``: stdin), or the demo form."""
+    if source is None:
+        return DEMO_FORM
+    text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
+    form = json.loads(text)
+    if not isinstance(form, dict):
+        raise ValueError(f"{source}: ask_user input must be a JSON object")
+    return form
+
+
+def _wait_tool_result(pi: PiProcess, call_id: str, since: int) -> dict[str, object]:
+    """The ``tool_execution_end`` record of ``call_id``: the result Pi's agent receives."""
+
+    def done(record: dict[str, object]) -> bool:
+        return record.get("type") == "tool_execution_end" and record.get("toolCallId") == call_id
+
+    # A person answers in their own time: wait in short bounded steps while Pi lives.
+    while True:
+        try:
+            return pi.wait_record(done, since=since, timeout=_POLL)
+        except PiFailed:
+            if not pi.alive():
+                raise PiFailed(f"Pi exited; stderr:\n{pi.stderr_tail()}") from None
+
+
+def try_pi(
+    *,
+    form: Mapping[str, object],
+    count: int = 1,
+    flavour: Flavour = "current",
+    install: bool = True,
+    host_extension: Path | None = None,
+    out: TextIO = sys.stdout,
+    on_ready: Callable[[PiProcess], None] | None = None,
+) -> int:
+    """Run ``pi-ask try``; returns the exit status (0 once ``count`` forms completed)."""
+    from .transports.relay import relay_dir
+
+    say: Callable[[str], None] = lambda text: print(text, file=out, flush=True)  # noqa: E731
+    if install:
+        try:
+            env = locate_pi(flavour)
+        except PiNotInstalled:
+            say(f"installing the pinned Pi ({flavour}) from npm into the cache (once) ...")
+            env = install_pi(flavour)
+    else:
+        env = locate_pi(flavour)
+    with (
+        tempfile.TemporaryDirectory(prefix="pi-ask-try-") as tmp,
+        running_pi(env, Path(tmp), relay_dir=relay_dir(), host_extension=host_extension) as pi,
+    ):
+        host = str(host_extension) if host_extension else "the stand-in host (pi_ask_core)"
+        say(f"Pi {env.version} runs headless (pid {pi.pid}) with the relay and {host}.")
+        say(f"relay socket: {pi.socket_path}")
+        if on_ready is not None:
+            on_ready(pi)
+        for n in range(1, count + 1):
+            since = pi.mark()
+            flow_id = pi.call_ask_user(form, tool_call_id=f"try-{n}")
+            say(f"Pi's model called ask_user: form {flow_id} opens. Answer it in another terminal:")
+            say(f"    pi-ask answer --pid {pi.pid}")
+            say("or with your bridge (BridgeClient.connect()). Ctrl-C stops.")
+            record = _wait_tool_result(pi, flow_id.removeprefix("tool:"), since)
+            result = record.get("result")
+            details = result.get("details") if isinstance(result, dict) else None
+            if record.get("isError") or not isinstance(details, dict) or "error" in details:
+                say(f"ask_user refused the form: {json.dumps(result, ensure_ascii=False)}")
+                return 1
+            say(f"completed {flow_id}; the agent's ask_user result:")
+            say(json.dumps(details, indent=2, ensure_ascii=False))
+    return 0
+
+
+def run(form: str | None, count: int, flavour: Flavour, host: str | None) -> int:
+    """``pi-ask try`` from its arguments: 0 done, 1 Pi failed or refused the form, 2 bad
+    arguments; problems are one line on stderr, not a traceback."""
+    try:
+        params = load_form(form)
+    except (OSError, ValueError) as error:
+        print(f"pi-ask try: cannot read the form: {error}", file=sys.stderr)
+        return 2
+    if count < 1:
+        print("pi-ask try: --count must be at least 1", file=sys.stderr)
+        return 2
+    host_path = Path(host).resolve() if host else None
+    if host_path is not None and not host_path.exists():
+        print(f"pi-ask try: no such host extension: {host_path}", file=sys.stderr)
+        return 2
+    try:
+        return try_pi(form=params, count=count, flavour=flavour, host_extension=host_path)
+    except (PiNotInstalled, PiFailed) as error:
+        print(f"pi-ask try: {error}", file=sys.stderr)
+        return 1
