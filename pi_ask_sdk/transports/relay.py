@@ -57,13 +57,16 @@ from .base import TransportListener
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
+    "MAX_SOCKET_PATH",
     "PROTOCOL",
     "AmbiguousRelay",
     "NoRelayFound",
+    "RelayConnectError",
     "RelayError",
     "RelayHandshakeError",
     "RelayHello",
     "RelayInfo",
+    "RelayPathTooLong",
     "RelayTransport",
     "UnsafeRelayPath",
     "check_relay_dir",
@@ -83,6 +86,9 @@ PROTOCOL: Final = 1
 
 DEFAULT_MAX_LINE_BYTES: Final = 64 * 1024 * 1024
 """Longest relay -> client line accepted; longer ones are logged and discarded."""
+
+MAX_SOCKET_PATH: Final = 107
+"""Longest Unix socket path in bytes (``sun_path`` is 108 bytes with its terminating NUL)."""
 
 _SOCKET_RE: Final = re.compile(r"^pi-(\d+)\.sock$")
 _EMIT_PREFIX: Final = b'{"type":"emit","channel":"pi-agent-ask:submit","data":'
@@ -131,12 +137,40 @@ class UnsafeRelayPath(RelayError):
 
 
 class RelayHandshakeError(RelayError):
-    """The socket did not greet with a valid protocol-1 ``hello`` in time."""
+    """The socket did not greet with a valid protocol-1 ``hello`` (and its replays) in time.
 
-    def __init__(self, path: Path, problem: str) -> None:
+    ``retryable`` is true when the connection was merely cut short or slow (a reconnect may
+    succeed while Pi lives), false when the relay is not one this client can speak to.
+    """
+
+    def __init__(self, path: Path, problem: str, *, retryable: bool = True) -> None:
         self.path = path
         self.problem = problem
+        self.retryable = retryable
         super().__init__(f"Relay at {path}: {problem}.")
+
+
+class RelayPathTooLong(RelayError):
+    """The socket path is longer than a Unix socket path may be (107 bytes on Linux)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        size = len(os.fsencode(path))
+        super().__init__(
+            f"The relay socket path {path} is {size} bytes, longer than the {MAX_SOCKET_PATH} "
+            "bytes a Unix socket path may have. Set PI_ASK_RELAY_DIR to a shorter directory "
+            "(the same for Pi and for this client)."
+        )
+
+
+class RelayConnectError(RelayError):
+    """Connecting to the relay socket failed (``errno`` and the OS's reason kept)."""
+
+    def __init__(self, path: Path, error: OSError) -> None:
+        self.path = path
+        self.errno = error.errno
+        self.strerror = error.strerror or str(error)
+        super().__init__(f"Cannot connect to the relay socket {path}: {self.strerror}.")
 
 
 # --- wire envelopes ----------------------------------------------------------------------------
@@ -158,6 +192,9 @@ class _Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag="e
     channel: str
     data: msgspec.Raw
     replay: bool = False
+    own: bool | None = None
+    """On a ``submit-result``: whether this connection emitted the submit it answers (absent
+    when the relay cannot tell, e.g. a submit emitted inside Pi)."""
 
 
 class _SessionEnd(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag="session_end"):
@@ -177,6 +214,25 @@ _COMPLETED: Final = msgspec.json.Decoder(CompletedEvent)
 _ACK: Final = msgspec.json.Decoder(SubmitAck)
 _REJECTION: Final = msgspec.json.Decoder(SubmitRejection)
 _ENCODER: Final = msgspec.json.Encoder()
+
+
+# A JSON string escape of a UTF-16 surrogate pair, a lone surrogate, or an escaped backslash (so
+# that the text after it is never mistaken for an escape).
+_SURROGATE_ESCAPE: Final = re.compile(
+    rb"\\\\|\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|\\u[dD][89a-fA-F][0-9a-fA-F]{2}"
+)
+
+
+def _replace_surrogate(match: re.Match[bytes]) -> bytes:
+    escape = match.group()
+    return escape if len(escape) != 6 or escape == b"\\\\" else b"\\ufffd"
+
+
+def replace_lone_surrogates(line: bytes) -> bytes:
+    """``line`` with each ``\\uD800``-``\\uDFFF`` escape that is not half of a pair replaced by
+    ``\\ufffd`` (U+FFFD). JavaScript's ``JSON.stringify`` writes a lone surrogate that way; it
+    is not valid Unicode, so Python (and msgspec) cannot hold it."""
+    return _SURROGATE_ESCAPE.sub(_replace_surrogate, line)
 
 
 def _decode_data(channel: str, raw: msgspec.Raw) -> object:
@@ -447,12 +503,19 @@ class _Protocol(asyncio.Protocol):
     # framing
 
     def _line(self, line: bytes) -> None:
+        if self.session_end is not None:
+            return  # the session is over: nothing after its session_end counts
         if not line.strip():
             return
         try:
-            envelope = _ENVELOPE.decode(line)
-        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-            log.warning("pi_ask_sdk.relay: skipped an undecodable line from %s: %s", self.path, exc)
+            envelope = _decode_envelope(line)
+        except (msgspec.ValidationError, msgspec.DecodeError, RecursionError) as exc:
+            log.warning(
+                "pi_ask_sdk.relay: skipped an undecodable line (%d bytes) from %s: %s",
+                len(line),
+                self.path,
+                "nested too deeply" if isinstance(exc, RecursionError) else exc,
+            )
             return
         if not self.hello.done():
             self._greeting(envelope)
@@ -466,21 +529,30 @@ class _Protocol(asyncio.Protocol):
         elif isinstance(envelope, RelayHello):
             log.warning("pi_ask_sdk.relay: ignored a second hello from %s", self.path)
         elif self.queued is not None:
+            if isinstance(envelope, _SessionEnd):
+                self.session_end = envelope.reason
             self.queued.append(envelope)
             self._check_ready()
         else:
+            if isinstance(envelope, _SessionEnd):
+                self.session_end = envelope.reason
             self._dispatch(envelope)
 
     def _dispatch(self, envelope: _Event | _SessionEnd) -> None:
         if isinstance(envelope, _Event):
+            if (
+                envelope.own is False
+                and envelope.channel == SUBMIT_RESULT
+                and not self.owner._foreign_results
+            ):
+                return  # the verdict on another connection's submit (it may share our ids)
             try:
                 data = _decode_data(envelope.channel, envelope.data)
-            except msgspec.DecodeError as exc:
+            except (msgspec.DecodeError, RecursionError) as exc:
                 log.warning("pi_ask_sdk.relay: skipped an event with bad data: %s", exc)
                 return
             self.owner._deliver(self, envelope.channel, data, envelope.replay)
         elif isinstance(envelope, _SessionEnd):
-            self.session_end = envelope.reason
             self.owner._session_end(self, envelope.reason)
 
     def _greeting(self, envelope: _Envelope) -> None:
@@ -494,7 +566,7 @@ class _Protocol(asyncio.Protocol):
             self.hello.set_result(envelope)
             self._check_ready()
             return
-        error = RelayHandshakeError(self.path, problem)
+        error = RelayHandshakeError(self.path, problem, retryable=False)
         self.hello.set_exception(error)
         self.ready.set_exception(error)
         self.close()
@@ -513,6 +585,21 @@ class _Protocol(asyncio.Protocol):
         if self.transport is not None and not self.transport.is_closing():
             self.transport.close()
 
+    def abort(self) -> None:
+        """Close at once, dropping unsent data (nothing more is owed to an ended session)."""
+        if self.transport is not None:
+            self.transport.abort()
+
+
+def _decode_envelope(line: bytes) -> _Envelope:
+    try:
+        return _ENVELOPE.decode(line)
+    except msgspec.DecodeError:
+        repaired = replace_lone_surrogates(line)
+        if repaired == line:
+            raise
+        return _ENVELOPE.decode(repaired)
+
 
 _State = Literal["new", "connected", "reconnecting", "closed"]
 
@@ -526,6 +613,10 @@ class RelayTransport:
     After a session end or a lost connection the transport retries with backoff from
     ``backoff_initial`` doubling to ``backoff_max`` for at most ``reconnect_timeout`` seconds
     (``reconnect=False``: report ``disconnected`` at once).
+
+    A ``submit-result`` the relay marks as the answer to another connection's submit is not
+    delivered (two bridges may use the same ``requestId``), unless ``foreign_results=True``
+    (for a watcher that shows every verdict and resolves no waiter from them).
     """
 
     def __init__(
@@ -540,8 +631,10 @@ class RelayTransport:
         backoff_initial: float = 0.02,
         backoff_max: float = 1.0,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        foreign_results: bool = False,
     ) -> None:
         self._path_arg = path
+        self._foreign_results = foreign_results
         self._pid_arg = pid
         self._directory = directory
         self._hello_timeout = hello_timeout
@@ -638,14 +731,25 @@ class RelayTransport:
         """One connection attempt: socket checks, connect, bounded wait for a valid hello."""
         info = self._info
         assert info is not None
+        if len(os.fsencode(info.path)) > MAX_SOCKET_PATH:
+            raise RelayPathTooLong(info.path)
         await self._check_socket(info.path)
         loop = asyncio.get_running_loop()
         made: list[_Protocol] = []
 
         async def handshake() -> RelayHello:
-            _, conn = await loop.create_unix_connection(
-                lambda: _Protocol(self, info.path, self._max_line), str(info.path)
-            )
+            try:
+                _, conn = await loop.create_unix_connection(
+                    lambda: _Protocol(self, info.path, self._max_line), str(info.path)
+                )
+            except (ConnectionRefusedError, FileNotFoundError):
+                raise NoRelayFound(
+                    info.path.parent,
+                    f"{info.path.name} refuses connections (a stale socket: its Pi has exited "
+                    "or its session is restarting)",
+                ) from None
+            except OSError as exc:
+                raise RelayConnectError(info.path, exc) from None
             made.append(conn)
             return await conn.ready  # the hello, once the replays it announced arrived
 
@@ -664,7 +768,9 @@ class RelayTransport:
         conn = made[0]
         if info.pid and hello.pid != info.pid:
             conn.close()
-            raise RelayHandshakeError(info.path, f"hello names pid {hello.pid}, not {info.pid}")
+            raise RelayHandshakeError(
+                info.path, f"hello names pid {hello.pid}, not {info.pid}", retryable=False
+            )
         if not info.pid:
             self._info = RelayInfo(hello.pid, info.path)
         if self._state == "closed":
@@ -708,6 +814,8 @@ class RelayTransport:
         listener = self._listener
         if listener is not None:
             listener.ended("session_ended")
+        # The session is over whether or not the relay closes the socket: reconnect at once.
+        conn.abort()
 
     def _connection_lost(self, conn: _Protocol) -> None:
         if conn is not self._conn or self._state == "closed":
@@ -747,8 +855,11 @@ class RelayTransport:
                     return
             except (OSError, RelayError) as exc:
                 last = str(exc)
-                if isinstance(exc, (UnsafeRelayPath, RelayHandshakeError)):
+                if isinstance(exc, (UnsafeRelayPath, RelayPathTooLong)) or (
+                    isinstance(exc, RelayHandshakeError) and not exc.retryable
+                ):
                     break
+                # A handshake cut short (e.g. during a big replay) is retried while Pi lives.
             if loop.time() + delay > deadline:
                 last = f"gave up after {self._reconnect_timeout:g} s ({last})"
                 break

@@ -31,6 +31,7 @@ class FakeRelay:
         self.received: list[Any] = []
         self.hello_extra: dict[str, object] = {}
         self.split_replays = False  # send each replay in its own write, after a pause
+        self.cut_replays = 0  # this many connections are closed after their first replay
         self._server: asyncio.AbstractServer | None = None
         self._open: dict[str, object] = {}
         self._connected = asyncio.Event()
@@ -116,6 +117,11 @@ class FakeRelay:
                 "replay": True,
             }
             writer.write(json.dumps(event).encode() + b"\n")
+            if self.cut_replays:
+                self.cut_replays -= 1
+                await writer.drain()
+                writer.close()
+                return
         self.writers.append(writer)
         self._connected.set()
         try:
