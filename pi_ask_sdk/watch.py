@@ -101,7 +101,7 @@ async def watch(
             for info in discover_relays(directory):
                 if info.path in watching:
                     continue
-                transport = RelayTransport(path=info.path)
+                transport = RelayTransport(path=info.path, foreign_results=True)
                 try:
                     await transport.open(EventPrinter(info.pid, write, as_json=as_json))
                 except (OSError, PiAskError) as error:
