@@ -370,3 +370,10 @@ def test_a_relay_directory_too_long_for_a_socket_is_explained(
         assert "longer than the 107 bytes" in line
         assert pi.request({"type": "get_state"})["success"] is True
         assert not pi.socket_path.exists()
+
+
+@pytest.mark.asyncio
+async def test_the_replay_set_is_bounded_to_the_newest_forms(fresh_pi: PiProcess) -> None:
+    opened = [fresh_pi.open_form(single_question(), tool_call_id=f"r{n}") for n in range(260)]
+    async with relay_client(fresh_pi.socket_path) as client:
+        assert list(client.open_flows) == opened[-256:]
