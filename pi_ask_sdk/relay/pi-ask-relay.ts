@@ -11,6 +11,7 @@
 // Only type imports from Pi, so loading the relay costs no extra module graph.
 
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+import { randomBytes } from "node:crypto";
 import * as fs from "node:fs";
 import * as net from "node:net";
 import * as os from "node:os";
@@ -444,6 +445,9 @@ class Relay {
 	private outstandingCount = 0;
 	private cwd: string = process.cwd();
 	private disabled = false;
+	/** Names this session's relay in every hello: a client that reaches the socket through a
+	 * forward (ssh -L), where Pi's pid means nothing, still tells one session from the next. */
+	private readonly sessionId = randomBytes(8).toString("hex");
 
 	constructor(pi: ExtensionAPI) {
 		this.pi = pi;
@@ -642,6 +646,7 @@ class Relay {
 			cwd: this.cwd,
 			piVersion: piVersion(),
 			socket: this.socketPath ?? "",
+			sessionId: this.sessionId,
 			// How many replayed forms follow, so a client knows when its view is complete.
 			replaying: this.openForms.size,
 		});

@@ -31,6 +31,7 @@ import contextlib
 import logging
 import os
 import re
+import socket
 import stat
 import tempfile
 from collections.abc import Callable, Mapping
@@ -91,6 +92,8 @@ MAX_SOCKET_PATH: Final = 107
 """Longest Unix socket path in bytes (``sun_path`` is 108 bytes with its terminating NUL)."""
 
 _SOCKET_RE: Final = re.compile(r"^pi-(\d+)\.sock$")
+_FORWARD_RE: Final = re.compile(r"^pi-(?!\d+\.sock$).+\.sock$")
+"""A forwarded relay socket (``ssh -L``): ``pi-<label>.sock`` where the label is not a pid."""
 _EMIT_PREFIX: Final = b'{"type":"emit","channel":"pi-agent-ask:submit","data":'
 _HIGH_WATER: Final = 4 * 1024 * 1024
 
@@ -120,7 +123,9 @@ class AmbiguousRelay(RelayError):
 
     def __init__(self, relays: tuple[RelayInfo, ...]) -> None:
         self.relays = relays
-        listing = ", ".join(f"pid {r.pid} ({r.path})" for r in relays)
+        listing = ", ".join(
+            f"forwarded ({r.path})" if r.forwarded else f"pid {r.pid} ({r.path})" for r in relays
+        )
         super().__init__(
             f"{len(relays)} Pi processes run the pi-ask relay: {listing}. "
             "Choose one with RelayTransport(pid=...) or RelayTransport(path=...)."
@@ -186,6 +191,9 @@ class RelayHello(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", ta
     socket: str = ""
     replaying: int = 0
     """How many replayed forms follow the hello (``open()`` returns once they all arrived)."""
+    session_id: str = msgspec.field(default="", name="sessionId")
+    """Names the Pi session behind the socket (new after ``/new``, ``/resume``, ...); it means
+    the same through a forwarded socket, where Pi's pid means nothing on this machine."""
 
 
 class _Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag="event"):
@@ -257,10 +265,15 @@ def _decode_data(channel: str, raw: msgspec.Raw) -> object:
 
 @dataclass(frozen=True, slots=True)
 class RelayInfo:
-    """A relay socket of a live Pi process."""
+    """A relay socket of a live Pi process.
+
+    ``forwarded`` marks a socket that forwards to a relay elsewhere (``ssh -L``), named
+    ``pi-<label>.sock``: its ``pid`` is 0 (unknown here) until a hello tells it.
+    """
 
     pid: int
     path: Path
+    forwarded: bool = False
 
 
 def relay_dir(env: Mapping[str, str] | None = None) -> Path:
@@ -333,10 +346,13 @@ def pid_alive(pid: int) -> bool:
 
 
 def discover_relays(directory: Path | None = None) -> list[RelayInfo]:
-    """Relay sockets of live Pi processes in ``directory`` (default ``relay_dir()``), by pid.
+    """Relay sockets of live Pi processes in ``directory`` (default ``relay_dir()``): local
+    ones (``pi-<pid>.sock`` of a live pid) by pid, then forwarded ones by name.
 
-    Raises ``UnsafeRelayPath`` when the directory breaks the same-user rules; a directory that
-    does not exist has no relays.
+    A forwarded socket (``pi-<label>.sock``, label not a number, e.g. made by ``ssh -L``) is
+    listed when it passes the same-user rules and accepts a connection (a forward whose ``ssh``
+    is gone refuses it). Raises ``UnsafeRelayPath`` when the directory breaks the same-user
+    rules; a directory that does not exist has no relays.
     """
     directory = relay_dir() if directory is None else directory
     try:
@@ -345,15 +361,38 @@ def discover_relays(directory: Path | None = None) -> list[RelayInfo]:
     except FileNotFoundError:
         return []
     found: list[RelayInfo] = []
+    forwarded: list[RelayInfo] = []
     for name in names:
         match = _SOCKET_RE.match(name)
-        if match is None:
-            continue
-        pid = int(match.group(1))
-        if pid_alive(pid):
-            found.append(RelayInfo(pid, directory / name))
+        if match is not None:
+            pid = int(match.group(1))
+            if pid_alive(pid):
+                found.append(RelayInfo(pid, directory / name))
+        elif _FORWARD_RE.match(name) and _accepts(directory / name):
+            forwarded.append(RelayInfo(0, directory / name, forwarded=True))
     found.sort(key=lambda info: info.pid)
-    return found
+    forwarded.sort(key=lambda info: info.path.name)
+    return found + forwarded
+
+
+def _accepts(path: Path) -> bool:
+    """Whether ``path`` is a private socket of ours that accepts a connection (then closed)."""
+    try:
+        check_relay_socket(path)
+    except (OSError, UnsafeRelayPath) as exc:
+        log.debug("pi_ask_sdk.relay: skipped %s: %s", path, exc)
+        return False
+    if len(os.fsencode(path)) > MAX_SOCKET_PATH:
+        return False
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.settimeout(1.0)
+        probe.connect(str(path))
+    except OSError:
+        return False  # refused: nothing listens (e.g. its ssh has exited)
+    finally:
+        probe.close()
+    return True
 
 
 def resolve_relay(
@@ -370,7 +409,9 @@ def resolve_relay(
     if path is not None:
         sock = Path(os.path.abspath(path))
         match = _SOCKET_RE.match(sock.name)
-        return RelayInfo(int(match.group(1)) if match else 0, sock)
+        if match is not None:
+            return RelayInfo(int(match.group(1)), sock)
+        return RelayInfo(0, sock, forwarded=True)
     directory = relay_dir() if directory is None else directory
     if pid is not None:
         sock = directory / f"pi-{pid}.sock"
@@ -772,7 +813,7 @@ class RelayTransport:
                 info.path, f"hello names pid {hello.pid}, not {info.pid}", retryable=False
             )
         if not info.pid:
-            self._info = RelayInfo(hello.pid, info.path)
+            self._info = RelayInfo(hello.pid, info.path, forwarded=info.forwarded)
         if self._state == "closed":
             conn.close()
             return
@@ -817,13 +858,23 @@ class RelayTransport:
         # The session is over whether or not the relay closes the socket: reconnect at once.
         conn.abort()
 
+    def _local_pid(self) -> int:
+        """Pi's pid when it means something here: the hello came straight from the relay's own
+        socket at our path. Through a forward (``ssh -L``) it is 0: liveness is then learned
+        from the connection itself (reconnecting), never from this machine's process table."""
+        info, hello = self._info, self._hello
+        if info is None or hello is None or info.forwarded:
+            return 0
+        if hello.socket != str(info.path) or hello.pid != info.pid:
+            return 0
+        return hello.pid
+
     def _connection_lost(self, conn: _Protocol) -> None:
         if conn is not self._conn or self._state == "closed":
             return
         self._conn = None
-        info = self._info
-        pid = info.pid if info is not None else 0
-        alive = pid_alive(pid)
+        pid = self._local_pid()
+        alive = pid_alive(pid) if pid else True
         if not alive or not self._reconnect_enabled:
             why = "Pi has exited" if not alive else "the connection closed"
             self._give_up(why if conn.session_end is None else f"{why} (session ended)")
@@ -844,9 +895,10 @@ class RelayTransport:
         info = self._info
         assert info is not None
         last = "no attempt"
+        local_pid = self._local_pid()
         while self._state == "reconnecting":
-            if info.pid and not pid_alive(info.pid):
-                last = f"Pi (pid {info.pid}) has exited"
+            if local_pid and not pid_alive(local_pid):
+                last = f"Pi (pid {local_pid}) has exited"
                 break
             try:
                 await self._connect()

@@ -21,10 +21,10 @@ from pi_ask_core import CHANNELS, SUBMIT, FlowHandle, FlowHost, LocalEventBus
 
 
 class FakeRelay:
-    def __init__(self, directory: Path, *, pid: int | None = None) -> None:
+    def __init__(self, directory: Path, *, pid: int | None = None, name: str | None = None) -> None:
         self.directory = directory
         self.pid = os.getpid() if pid is None else pid
-        self.path = directory / f"pi-{self.pid}.sock"
+        self.path = directory / (name or f"pi-{self.pid}.sock")
         self.bus = LocalEventBus()
         self.host = FlowHost(self.bus)
         self.writers: list[asyncio.StreamWriter] = []
