@@ -98,7 +98,7 @@ async def watch(
         write(f"watching relays in {directory or 'the default relay directory'} (Ctrl-C stops)")
     try:
         while deadline is None or loop.time() < deadline:
-            for info in discover_relays(directory):
+            for info in discover_relays(directory, known=watching):
                 if info.path in watching:
                     continue
                 transport = RelayTransport(path=info.path, foreign_results=True)

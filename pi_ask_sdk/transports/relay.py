@@ -34,7 +34,7 @@ import re
 import socket
 import stat
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Container, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -345,14 +345,18 @@ def pid_alive(pid: int) -> bool:
         return True  # no /proc (not Linux): kill() said it exists
 
 
-def discover_relays(directory: Path | None = None) -> list[RelayInfo]:
+def discover_relays(
+    directory: Path | None = None, *, known: Container[Path] = ()
+) -> list[RelayInfo]:
     """Relay sockets of live Pi processes in ``directory`` (default ``relay_dir()``): local
     ones (``pi-<pid>.sock`` of a live pid) by pid, then forwarded ones by name.
 
     A forwarded socket (``pi-<label>.sock``, label not a number, e.g. made by ``ssh -L``) is
-    listed when it passes the same-user rules and accepts a connection (a forward whose ``ssh``
-    is gone refuses it). Raises ``UnsafeRelayPath`` when the directory breaks the same-user
-    rules; a directory that does not exist has no relays.
+    listed when it passes the same-user rules and accepts a connection (a forward whose
+    ``ssh`` is gone refuses it). A poller passes the forwards it is connected to as ``known``:
+    they are listed without a probe connection (each probe costs the far relay a hello and its
+    replays). Raises ``UnsafeRelayPath`` when the directory breaks the same-user rules; a
+    directory that does not exist has no relays.
     """
     directory = relay_dir() if directory is None else directory
     try:
@@ -368,7 +372,7 @@ def discover_relays(directory: Path | None = None) -> list[RelayInfo]:
             pid = int(match.group(1))
             if pid_alive(pid):
                 found.append(RelayInfo(pid, directory / name))
-        elif _FORWARD_RE.match(name) and _accepts(directory / name):
+        elif _FORWARD_RE.match(name) and (directory / name in known or _accepts(directory / name)):
             forwarded.append(RelayInfo(0, directory / name, forwarded=True))
     found.sort(key=lambda info: info.pid)
     forwarded.sort(key=lambda info: info.path.name)
