@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import re
@@ -754,7 +755,14 @@ class RelayTransport:
         transport = conn.transport
         if transport.is_closing():
             raise ConnectionLost("disconnected", "the relay connection is closing")
-        transport.write(_EMIT_PREFIX + _ENCODER.encode(payload) + b"}\n")
+        try:
+            body = _ENCODER.encode(payload)
+        except UnicodeEncodeError:
+            # A lone surrogate (text decoded with "surrogateescape", say): sent as a \\udXXX
+            # escape, as JavaScript writes one; the host judges it.
+            builtins = msgspec.to_builtins(payload)
+            body = json.dumps(builtins, ensure_ascii=True, separators=(",", ":")).encode()
+        transport.write(_EMIT_PREFIX + body + b"}\n")
 
     async def close(self) -> None:
         if self._state == "closed":

@@ -248,3 +248,23 @@ async def test_a_stale_socket_is_no_relay_found(tmp_path: Path) -> None:
     with pytest.raises(NoRelayFound) as raised:
         await BridgeClient(RelayTransport(path)).open()
     assert "refuses connections" in str(raised.value)
+
+
+@pytest.mark.asyncio
+async def test_a_submit_with_a_lone_surrogate_is_sent_and_recorded_with_a_replacement(
+    relay: FakeRelay,
+) -> None:
+    completed: list[object] = []
+    relay.bus.on(COMPLETED, completed.append)
+    async with BridgeClient(RelayTransport(relay.path)) as client:
+        flows = client.flows()
+        relay.open_form(FORM, "odd-answer")
+        flow = await flows.next(timeout=T)
+        deploy = flow.question("deploy")
+        text = b"caf\xe9".decode("utf-8", "surrogateescape")  # '\udce9': not valid Unicode
+        answer = AnswerBuilder(flow).custom_text(deploy, text).build()
+        outcome = await client.respond(flow, answer, timeout=T)
+        assert outcome.kind == "accepted"
+    assert b"\\udce9" in json.dumps(relay.received[0]).encode()
+    result = msgspec.to_builtins(completed[0])["result"]
+    assert result["answers"]["deploy"]["customText"] == "caf\ufffd"
