@@ -440,8 +440,9 @@ class Relay {
 	/** flowId -> serialized started payload, in start order (what a new client is replayed) */
 	private readonly openForms = new Map<string, OpenForm>();
 	private openFormBytes = 0;
-	/** JSON [requestId, flowId] -> the clients that emitted such a submit, oldest first */
-	private readonly outstanding = new Map<string, Client[]>();
+	/** JSON [requestId, flowId] -> the clients that emitted such a submit, oldest first (null:
+	 * that client has gone, and its verdict is still nobody else's) */
+	private readonly outstanding = new Map<string, (Client | null)[]>();
 	private outstandingCount = 0;
 	private cwd: string = process.cwd();
 	private disabled = false;
@@ -495,7 +496,7 @@ class Relay {
 	private onEvent(channel: string, data: unknown): void {
 		const json = JSON.stringify(data === undefined ? null : data);
 		const flowId = stringField(data, "flowId");
-		let owner: Client | undefined;
+		let owner: Client | null | undefined;
 		if (channel === CH_STARTED && flowId !== undefined) {
 			this.rememberForm(flowId, json, data);
 		} else if (channel === CH_COMPLETED && flowId !== undefined) {
@@ -516,7 +517,9 @@ class Relay {
 		for (const c of [...this.clients]) c.writeLine(`${head},"own":${c === owner ? "true" : "false"}}`);
 	}
 
-	private takeOwner(requestId: string | undefined, flowId: string | undefined): Client | undefined {
+	/** The client whose submit this verdict answers; null if it has gone, undefined if no client
+	 * emitted such a submit (then the line carries no "own"). */
+	private takeOwner(requestId: string | undefined, flowId: string | undefined): Client | null | undefined {
 		if (requestId === undefined || flowId === undefined) return undefined;
 		const key = JSON.stringify([requestId, flowId]);
 		const waiting = this.outstanding.get(key);
@@ -538,7 +541,7 @@ class Relay {
 		this.outstandingCount += 1;
 		while (this.outstandingCount > MAX_OUTSTANDING_SUBMITS) {
 			// a host that never answers: forget the oldest
-			const [oldKey, oldList] = this.outstanding.entries().next().value as [string, Client[]];
+			const [oldKey, oldList] = this.outstanding.entries().next().value as [string, (Client | null)[]];
 			oldList.shift();
 			this.outstandingCount -= 1;
 			if (oldList.length === 0) this.outstanding.delete(oldKey);
@@ -568,11 +571,10 @@ class Relay {
 
 	forget(client: Client): void {
 		this.clients.delete(client);
-		for (const [key, waiting] of [...this.outstanding]) {
-			const kept = waiting.filter((c) => c !== client);
-			this.outstandingCount -= waiting.length - kept.length;
-			if (kept.length === 0) this.outstanding.delete(key);
-			else if (kept.length !== waiting.length) this.outstanding.set(key, kept);
+		// Its submits may still be answered: keep their places, so those verdicts reach nobody
+		// else as their own.
+		for (const waiting of this.outstanding.values()) {
+			for (let i = 0; i < waiting.length; i++) if (waiting[i] === client) waiting[i] = null;
 		}
 	}
 
