@@ -13,11 +13,19 @@ Envelopes decode straight into typed Structs; an event's ``data`` is kept as ``m
 decoded into its channel's wire Struct, or, when it does not fit, into plain JSON so that the
 client judges it (and logs why it is skipped).
 
-After ``session_end`` the listener hears ``ended("session_ended")`` and the transport reconnects
-with bounded exponential backoff: Pi listens again when the next session starts, and the forms
-the new connection replays restore the client's view. A connection lost without
-``session_end`` is retried the same way; once Pi is gone (its pid is dead) or the retries run
-out, the listener hears ``ended("disconnected")`` and nothing more.
+After ``session_end`` the listener hears ``ended("session_ended")``, nothing more is read from
+that connection, and the transport reconnects at once with bounded exponential backoff: Pi
+listens again when the next session starts, and the forms the new connection replays restore
+the client's view. A connection lost without ``session_end`` (or cut short during its replay)
+is retried the same way; once Pi is gone or the retries run out, the listener hears
+``ended("disconnected")`` and nothing more. "Pi is gone" is read from Pi's pid only when the
+hello came from the relay's own socket at our path; through a forwarded socket (``ssh -L``) the
+pid is another machine's, and only the connection tells.
+
+Text: a lone UTF-16 surrogate, which Pi's ``JSON.stringify`` writes as an escape such as
+``"\\ud83d"``, is decoded as U+FFFD (``replace_lone_surrogates``), the one decode rule for
+relay input. A ``submit-result`` the relay marks ``"own": false`` answers another connection's
+submit and is not delivered (unless ``foreign_results=True``).
 
 Trust model: only the same OS user, only locally. The directory must be a real directory owned
 by this uid with no group/other permission bits, and the socket must be a socket owned by this
@@ -78,6 +86,7 @@ __all__ = [
     "pid_alive",
     "relay_dir",
     "relay_extension_path",
+    "replace_lone_surrogates",
     "resolve_relay",
 ]
 
