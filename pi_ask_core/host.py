@@ -20,7 +20,7 @@ from .answers import (
     parse_envelope,
 )
 from .bus import EventBus
-from .errors import HostClosed, SubmitRefused
+from .errors import HostClosed, InvalidForm, SubmitRefused
 from .forms import Form, parse_form
 from .protocol import (
     COMPLETED,
@@ -31,6 +31,7 @@ from .protocol import (
     AskResult,
     CompletedEvent,
     FlowSource,
+    Issue,
     ResultMode,
     StartedEvent,
     SubmitAck,
@@ -48,6 +49,50 @@ Clock = Callable[[], int]
 FlowState = Literal["open", "completed", "disposed"]
 
 _BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
+_ENCODER = msgspec.json.Encoder()
+
+
+class _TooDeep(Exception):
+    """Input nested beyond Python's recursion limit (refused, never raised to a caller)."""
+
+
+def _clean(value: object) -> object:
+    """``value`` with lone surrogates in its strings replaced by U+FFFD (a pair of surrogates
+    becomes the character it encodes), so that everything the host emits is valid UTF-8, as
+    the relay's decoder does for Pi's ``"\\ud83d"`` escapes. Raises ``_TooDeep``.
+
+    The fast path is one encode: it fails only on a lone surrogate or on too deep a value.
+    """
+    try:
+        _ENCODER.encode(value)
+    except UnicodeEncodeError:
+        pass
+    except RecursionError:
+        raise _TooDeep from None
+    except Exception:  # not JSON (a Python object): the rules refuse it, nothing to clean
+        return value
+    else:
+        return value
+    try:
+        return _scrub(value)
+    except RecursionError:
+        raise _TooDeep from None
+
+
+def _utf8(text: str) -> str:
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def _scrub(value: object) -> object:
+    if isinstance(value, str):
+        return _utf8(value)
+    if isinstance(value, msgspec.Struct):
+        value = msgspec.to_builtins(value)
+    if isinstance(value, Mapping):
+        return {_scrub(k): _scrub(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_scrub(item) for item in value]
+    return value
 
 
 def _epoch_ms() -> int:
@@ -154,6 +199,10 @@ class FlowHandle:
         flow is no longer open.
         """
         raw = msgspec.to_builtins(response) if isinstance(response, msgspec.Struct) else response
+        try:
+            raw = _clean(raw)
+        except _TooDeep:
+            raise SubmitRefused("invalid_request", _TOO_DEEP) from None
         if self._state != "open":
             raise SubmitRefused("flow_not_found", f'Flow "{self.flow_id}" is {self._state}.')
         if not isinstance(raw, Mapping) or raw.get("kind") not in ("answer", "cancel"):
@@ -184,6 +233,10 @@ class FlowHandle:
         ``answers`` is an ``answers`` object as in a submit. They are what a cancel reports
         (spec §4.3, example L6). Raises ``SubmitRefused`` when invalid.
         """
+        try:
+            answers = _clean(answers)
+        except _TooDeep:
+            raise SubmitRefused("invalid_answer", _TOO_DEEP) from None
         decision = check_answer_response({"kind": "answer", "answers": answers}, self._index)
         if isinstance(decision, AnswerProblem):
             raise SubmitRefused("invalid_answer", decision.message)
@@ -198,13 +251,18 @@ class FlowHandle:
         self._run_callbacks()
 
     def _finish(self, accepted: AcceptedResponse | None) -> AskResult:
-        """Complete once: leave the active set first, then emit ``completed`` (spec §3.4)."""
+        """Complete once: leave the active set first, then emit ``completed`` (spec §3.4).
+
+        The result is built and encoded before any state changes: if that fails, the flow is
+        still open and the caller can refuse the submit.
+        """
         if accepted is None:
             result = build_result(self.form, self._local, cancelled=True)
         else:
             result = build_result(self.form, accepted.answers, mode=accepted.mode)
+        encoded = msgspec.json.encode(result)
         self._state = "completed"
-        self._result = msgspec.json.encode(result)
+        self._result = encoded
         self._host._forget(self)
         self._host._emit_completed(self, result)
         self._run_callbacks()
@@ -282,9 +340,13 @@ class FlowHost:
         """
         if self._unsubscribe is None:
             raise HostClosed("this FlowHost was closed (session shutdown); open a new one")
-        form = parse_form(
-            params, present_single_as_multi=self._present_single_as_multi, cwd=self._cwd
-        )
+        try:
+            params = _clean(params)
+            form = parse_form(
+                params, present_single_as_multi=self._present_single_as_multi, cwd=self._cwd
+            )
+        except (_TooDeep, RecursionError):
+            raise InvalidForm("schema_error", (Issue(path="$", message=_TOO_DEEP),), None) from None
         flow_id = f"tool:{tool_call_id}" if tool_call_id else _random_flow_id(self._clock())
         handle = FlowHandle(self, flow_id, form, tool_call_id or None, source)
         # A later flow with the same id replaces the earlier one in the active set (spec §3.6).
@@ -310,12 +372,27 @@ class FlowHost:
         self._bus.emit(SUBMIT_RESULT, self.resolve_submit(data))
 
     def resolve_submit(self, data: object) -> SubmitResultEvent:
-        """Apply one submit and return its acknowledgement (``completed`` is emitted here)."""
+        """Apply one submit and return its acknowledgement (``completed`` is emitted here).
+
+        Never raises: lone surrogates in its text become U+FFFD, a value nested too deeply for
+        Python is refused as ``invalid_request``, and a flow whose result cannot be built stays
+        open and the submit is refused.
+        """
         if isinstance(data, msgspec.Struct):
             try:
                 data = msgspec.to_builtins(data)
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, RecursionError):
                 data = None
+        try:
+            data = _clean(data)
+        except _TooDeep:
+            return _too_deep(data)
+        try:
+            return self._resolve(data)
+        except RecursionError:
+            return _too_deep(data)
+
+    def _resolve(self, data: object) -> SubmitResultEvent:
         envelope = parse_envelope(data)
         if isinstance(envelope, SubmitError):
             return _rejection(envelope)
@@ -330,14 +407,22 @@ class FlowHost:
                 "or was closed.",
             )
         if envelope.kind == "cancel":
-            handle._finish(None)
-            return SubmitAck(request_id=rid, flow_id=fid)
-        decision = check_answer_response(envelope.response, handle._index)
+            decision: AcceptedResponse | AnswerProblem | None = None
+        else:
+            decision = check_answer_response(envelope.response, handle._index)
         if isinstance(decision, AnswerProblem):
             return SubmitRejection(
                 request_id=rid, flow_id=fid, error="invalid_answer", message=decision.message
             )
-        handle._finish(decision)
+        try:
+            handle._finish(decision)
+        except (TypeError, ValueError, OverflowError) as exc:  # the result cannot be encoded
+            return SubmitRejection(
+                request_id=rid,
+                flow_id=fid,
+                error="invalid_answer",
+                message=f"The answer cannot be recorded: {exc}.",
+            )
         return SubmitAck(request_id=rid, flow_id=fid)
 
     # --- called by handles ---
@@ -371,6 +456,24 @@ class FlowHost:
             completed_at=self._clock(),
         )
         self._bus.emit(COMPLETED, event)
+
+
+_TOO_DEEP = "The value is nested more deeply than Python's recursion limit allows."
+
+
+def _too_deep(data: object) -> SubmitRejection:
+    """``invalid_request`` for a submit nested too deeply, echoing its ids when it has them."""
+    rid = fid = ""
+    if isinstance(data, Mapping):
+        request_id, flow_id = data.get("requestId"), data.get("flowId")
+        rid = _utf8(request_id) if isinstance(request_id, str) else ""
+        fid = _utf8(flow_id) if isinstance(flow_id, str) else ""
+    return SubmitRejection(
+        request_id=rid,
+        flow_id=fid,
+        error="invalid_request",
+        message="Submit is nested more deeply than this host accepts.",
+    )
 
 
 def _rejection(error: SubmitError) -> SubmitRejection:

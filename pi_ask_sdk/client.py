@@ -489,6 +489,11 @@ class BridgeClient:
     def _completed(self, event: CompletedEvent) -> None:
         flow_id = FlowId(event.flow_id)
         accepted = self._closed.get(flow_id)
+        if accepted == "completed" and flow_id not in self._open:
+            # A flow completes once; a repeated event (a host or relay emitting it twice) is
+            # not news. A re-announced flow id is a new form and clears this mark.
+            log.debug("pi_ask_sdk: ignored a repeated completed event for %s", flow_id)
+            return
         view = self._open.pop(flow_id, None)
         if view is None and isinstance(accepted, PendingSubmit):
             view = accepted.flow

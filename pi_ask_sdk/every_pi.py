@@ -50,7 +50,8 @@ async def serve_every_pi(
     serving: dict[Path, asyncio.Task[None]] = {}
     try:
         while not stop.is_set():
-            for info in discover_relays(directory):
+            live = {path for path, task in serving.items() if not task.done()}
+            for info in discover_relays(directory, known=live):
                 task = serving.get(info.path)
                 if task is None or task.done():
                     serving[info.path] = asyncio.create_task(_serve_one(handler, info))

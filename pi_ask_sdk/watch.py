@@ -98,10 +98,10 @@ async def watch(
         write(f"watching relays in {directory or 'the default relay directory'} (Ctrl-C stops)")
     try:
         while deadline is None or loop.time() < deadline:
-            for info in discover_relays(directory):
+            for info in discover_relays(directory, known=watching):
                 if info.path in watching:
                     continue
-                transport = RelayTransport(path=info.path)
+                transport = RelayTransport(path=info.path, foreign_results=True)
                 try:
                     await transport.open(EventPrinter(info.pid, write, as_json=as_json))
                 except (OSError, PiAskError) as error:

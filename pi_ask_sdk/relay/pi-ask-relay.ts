@@ -4,12 +4,14 @@
 // Load it with:  pi -e "$(pi-ask relay-path)"
 // See README.md next to this file for the wire protocol and the trust model.
 //
-// Design rules: never TCP; never crash or block Pi (every socket callback is guarded, slow clients are
-// dropped); one socket per Pi process: <dir>/pi-<pid>.sock; listen on session_start, announce
-// session_end and close on session_shutdown (Pi calls the factory again for every new session).
+// Design rules: never TCP; never crash or block Pi (every socket callback is guarded; output is
+// written as each client reads it, and only a client that stops reading is dropped); one socket per
+// Pi process: <dir>/pi-<pid>.sock; listen on session_start, announce session_end and close on
+// session_shutdown (Pi calls the factory again for every new session).
 // Only type imports from Pi, so loading the relay costs no extra module graph.
 
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+import { randomBytes } from "node:crypto";
 import * as fs from "node:fs";
 import * as net from "node:net";
 import * as os from "node:os";
@@ -17,7 +19,13 @@ import * as path from "node:path";
 
 const PROTOCOL = 1;
 const MAX_LINE_BYTES = 1024 * 1024;
-const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
+/** Forms kept for replay, and their total size: the oldest are forgotten beyond either. */
+const MAX_REPLAY_FORMS = 256;
+const MAX_REPLAY_BYTES = 64 * 1024 * 1024;
+/** Submits whose submit-result is still to be routed to the client that emitted them. */
+const MAX_OUTSTANDING_SUBMITS = 4096;
+/** Longest Unix socket path (sun_path holds 108 bytes with the terminating NUL). */
+const MAX_SOCKET_PATH_BYTES = 107;
 
 const CH_STARTED = "pi-agent-ask:started";
 const CH_COMPLETED = "pi-agent-ask:completed";
@@ -149,6 +157,23 @@ function removeStaleSockets(dir: string): void {
 	}
 }
 
+/** Output a client has not read yet. Above this, a client that makes no progress is dropped. */
+const STALL_BYTES = 8 * 1024 * 1024;
+/** How long a client over STALL_BYTES may go without reading anything before it is dropped
+ * ($PI_ASK_RELAY_STALL_MS, default 10 s; a slow link such as an SSH forward may want more). */
+const STALL_MS = stallMs(process.env.PI_ASK_RELAY_STALL_MS);
+
+function stallMs(value: string | undefined): number {
+	const n = value === undefined ? NaN : Number(value);
+	return Number.isFinite(n) && n >= 100 ? n : 10_000;
+}
+/** Unsent output no client may exceed, reading or not (Pi's memory comes first). */
+const MAX_QUEUED_BYTES = 256 * 1024 * 1024;
+/** Bytes handed to the socket at once: a reader's progress shows after each chunk it takes. */
+const CHUNK_BYTES = 64 * 1024;
+/** What the socket may hold beyond what is queued here before the next chunk waits. */
+const SOCKET_HIGH_WATER = 1024 * 1024;
+
 class Client {
 	readonly socket: net.Socket;
 	private readonly relay: Relay;
@@ -156,6 +181,18 @@ class Client {
 	private pending = 0; // bytes in chunks
 	private discarding = false;
 	closed = false;
+	/** end() was called: no more lines, FIN once the queue is written. */
+	private ending = false;
+	// Outgoing lines not yet handed to the socket (backpressure: written chunk by chunk as the
+	// client reads, never all at once).
+	private queue: string[] = [];
+	private queueHead = 0;
+	private current: Buffer | undefined; // the line being written, and how far
+	private currentOffset = 0;
+	private queuedBytes = 0;
+	private inFlight = 0; // chunks handed to the socket whose write callback has not run
+	private lastProgress = Date.now();
+	private stallTimer: NodeJS.Timeout | undefined;
 
 	constructor(relay: Relay, socket: net.Socket) {
 		this.relay = relay;
@@ -175,14 +212,23 @@ class Client {
 		}
 	}
 
-	/** Writes one pre-serialized line (without newline). Drops the client if it does not keep up. */
+	/** Unsent output: queued here plus what the socket still holds. */
+	private unsent(): number {
+		return this.queuedBytes + this.socket.writableLength;
+	}
+
+	/** Queues one pre-serialized line (without newline); it is written as the client reads. */
 	writeLine(line: string): void {
-		if (this.closed || this.socket.destroyed) return;
-		this.socket.write(`${line}\n`);
-		if (this.socket.writableLength > MAX_BUFFERED_BYTES) {
-			logErrorOnce("slow-client", `dropping a client whose unsent output exceeds ${MAX_BUFFERED_BYTES} bytes`);
+		if (this.closed || this.ending || this.socket.destroyed) return;
+		if (this.unsent() === 0) this.lastProgress = Date.now(); // an idle client is not stalled
+		this.queue.push(line);
+		this.queuedBytes += Buffer.byteLength(line) + 1;
+		if (this.unsent() > MAX_QUEUED_BYTES) {
+			logErrorOnce("huge-client", `dropping a client whose unsent output exceeds ${MAX_QUEUED_BYTES} bytes`);
 			this.close();
+			return;
 		}
+		this.pump();
 	}
 
 	send(message: Record<string, unknown>): void {
@@ -193,25 +239,121 @@ class Client {
 		this.send({ type: "error", code, message });
 	}
 
+	/** Hands queued output to the socket, a chunk at a time, while the socket has room. */
+	private pump(): void {
+		while (!this.socket.destroyed && this.socket.writableLength < SOCKET_HIGH_WATER) {
+			if (this.current === undefined) {
+				if (this.queueHead >= this.queue.length) break;
+				const line = this.queue[this.queueHead];
+				this.queue[this.queueHead] = "";
+				this.queueHead += 1;
+				if (this.queueHead > 1024 && this.queueHead * 2 > this.queue.length) {
+					this.queue = this.queue.slice(this.queueHead);
+					this.queueHead = 0;
+				}
+				this.current = Buffer.from(`${line}\n`, "utf8");
+				this.currentOffset = 0;
+			}
+			const end = Math.min(this.current.length, this.currentOffset + CHUNK_BYTES);
+			const piece = this.current.subarray(this.currentOffset, end);
+			this.currentOffset = end;
+			if (end >= this.current.length) this.current = undefined;
+			this.queuedBytes -= piece.length;
+			this.inFlight += 1;
+			this.socket.write(piece, (err) => this.guard(() => this.written(err)));
+		}
+		if (this.queuedBytes <= 0 && this.current === undefined && this.queueHead >= this.queue.length) {
+			this.queue = [];
+			this.queueHead = 0;
+			this.queuedBytes = 0;
+			if (this.ending && this.inFlight === 0) this.socket.end();
+		}
+		this.watchStall();
+	}
+
+	/** A chunk reached the kernel: the client is reading. */
+	private written(err: Error | null | undefined): void {
+		this.inFlight -= 1;
+		if (err) {
+			this.close();
+			return;
+		}
+		this.lastProgress = Date.now();
+		this.pump();
+	}
+
+	/** Drops the client once it has held more than STALL_BYTES without reading for STALL_MS. */
+	private watchStall(): void {
+		const over = this.unsent() > STALL_BYTES;
+		if (!over) {
+			if (this.stallTimer !== undefined) {
+				clearInterval(this.stallTimer);
+				this.stallTimer = undefined;
+			}
+			return;
+		}
+		if (this.stallTimer !== undefined) return;
+		const timer = setInterval(
+			() =>
+				this.guard(() => {
+					if (this.closed && !this.ending) {
+						clearInterval(timer);
+						return;
+					}
+					if (this.unsent() > STALL_BYTES && Date.now() - this.lastProgress >= STALL_MS) {
+						logErrorOnce(
+							"slow-client",
+							`dropping a client that read nothing for ${STALL_MS} ms with ${this.unsent()} bytes unsent`,
+						);
+						clearInterval(timer);
+						this.stallTimer = undefined;
+						this.destroy();
+					}
+				}),
+			Math.max(100, Math.floor(STALL_MS / 10)),
+		);
+		timer.unref();
+		this.stallTimer = timer;
+	}
+
 	close(): void {
-		if (this.closed) return;
+		if (this.stallTimer !== undefined) {
+			clearInterval(this.stallTimer);
+			this.stallTimer = undefined;
+		}
+		if (this.closed && !this.ending) return;
+		this.destroy();
+	}
+
+	private destroy(): void {
 		this.closed = true;
+		this.ending = false;
 		this.chunks = [];
+		this.queue = [];
+		this.queueHead = 0;
+		this.current = undefined;
+		this.queuedBytes = 0;
+		if (this.stallTimer !== undefined) {
+			clearInterval(this.stallTimer);
+			this.stallTimer = undefined;
+		}
 		this.relay.forget(this);
 		this.socket.destroy();
 	}
 
-	/** Graceful close: flush what was written, then FIN. */
+	/** Graceful close: write what is queued, then FIN (a stalled client is still dropped). */
 	end(): void {
 		if (this.closed) return;
 		this.closed = true;
+		this.ending = true;
 		this.relay.forget(this);
-		this.socket.end();
+		this.pump();
 		// do not wait forever for a peer that never reads
-		setTimeout(() => this.socket.destroy(), 2000).unref();
+		setTimeout(() => this.guard(() => this.socket.destroy()), STALL_MS).unref();
 	}
 
 	private onData(chunk: Buffer): void {
+		if (this.closed) return;
 		let start = 0;
 		while (start < chunk.length && !this.closed) {
 			const nl = chunk.indexOf(0x0a, start);
@@ -273,8 +415,20 @@ class Client {
 			this.sendError("bad_message", 'an emit message needs a "data" field');
 			return;
 		}
-		this.relay.emitSubmit(m.data);
+		this.relay.emitSubmit(this, m.data);
 	}
+}
+
+interface OpenForm {
+	json: string;
+	toolCallId: string | undefined;
+	bytes: number;
+}
+
+function stringField(data: unknown, key: string): string | undefined {
+	if (typeof data !== "object" || data === null || Array.isArray(data)) return undefined;
+	const value = (data as Record<string, unknown>)[key];
+	return typeof value === "string" ? value : undefined;
 }
 
 class Relay {
@@ -283,10 +437,18 @@ class Relay {
 	private socketPath: string | undefined;
 	private socketIno: number | undefined;
 	private readonly clients = new Set<Client>();
-	/** flowId -> serialized started payload, in start order */
-	private readonly openForms = new Map<string, string>();
+	/** flowId -> serialized started payload, in start order (what a new client is replayed) */
+	private readonly openForms = new Map<string, OpenForm>();
+	private openFormBytes = 0;
+	/** JSON [requestId, flowId] -> the clients that emitted such a submit, oldest first (null:
+	 * that client has gone, and its verdict is still nobody else's) */
+	private readonly outstanding = new Map<string, (Client | null)[]>();
+	private outstandingCount = 0;
 	private cwd: string = process.cwd();
 	private disabled = false;
+	/** Names this session's relay in every hello: a client that reaches the socket through a
+	 * forward (ssh -L), where Pi's pid means nothing, still tells one session from the next. */
+	private readonly sessionId = randomBytes(8).toString("hex");
 
 	constructor(pi: ExtensionAPI) {
 		this.pi = pi;
@@ -304,33 +466,116 @@ class Relay {
 		}
 	}
 
-	private onEvent(channel: string, data: unknown): void {
-		const json = JSON.stringify(data === undefined ? null : data);
-		const flowId =
-			typeof data === "object" && data !== null && typeof (data as { flowId?: unknown }).flowId === "string"
-				? (data as { flowId: string }).flowId
-				: undefined;
-		if (channel === CH_STARTED && flowId !== undefined) {
-			this.openForms.delete(flowId); // a re-announcement moves to the end
-			this.openForms.set(flowId, json);
-		} else if (channel === CH_COMPLETED && flowId !== undefined) {
-			this.openForms.delete(flowId);
+	/** The tool call ended (answered, aborted or failed): its forms are no longer open. */
+	toolCallEnded(toolCallId: string): void {
+		for (const [flowId, form] of [...this.openForms]) {
+			if (form.toolCallId === toolCallId) this.forgetForm(flowId);
 		}
-		if (this.clients.size === 0) return;
-		const line = `{"type":"event","channel":${JSON.stringify(channel)},"data":${json},"replay":false}`;
-		for (const c of [...this.clients]) c.writeLine(line);
 	}
 
-	emitSubmit(data: unknown): void {
+	private forgetForm(flowId: string): void {
+		const form = this.openForms.get(flowId);
+		if (form === undefined) return;
+		this.openForms.delete(flowId);
+		this.openFormBytes -= form.bytes;
+	}
+
+	private rememberForm(flowId: string, json: string, data: unknown): void {
+		this.forgetForm(flowId); // a re-announcement moves to the end
+		// UTF-16 units: close enough to bytes for a bound
+		const form: OpenForm = { json, toolCallId: stringField(data, "toolCallId"), bytes: json.length };
+		this.openForms.set(flowId, form);
+		this.openFormBytes += form.bytes;
+		while (this.openForms.size > MAX_REPLAY_FORMS || (this.openFormBytes > MAX_REPLAY_BYTES && this.openForms.size > 1)) {
+			const oldest = this.openForms.keys().next().value as string;
+			logErrorOnce("replay-bound", `forgetting the oldest open forms for replay: more than ${MAX_REPLAY_FORMS} forms or ${MAX_REPLAY_BYTES} bytes`);
+			this.forgetForm(oldest);
+		}
+	}
+
+	private onEvent(channel: string, data: unknown): void {
+		const json = JSON.stringify(data === undefined ? null : data);
+		const flowId = stringField(data, "flowId");
+		let owner: Client | null | undefined;
+		if (channel === CH_STARTED && flowId !== undefined) {
+			this.rememberForm(flowId, json, data);
+		} else if (channel === CH_COMPLETED && flowId !== undefined) {
+			this.forgetForm(flowId);
+		} else if (channel === CH_SUBMIT_RESULT) {
+			// The host no longer has this flow (disposed, aborted): stop replaying it.
+			if (flowId !== undefined && stringField(data, "error") === "flow_not_found") this.forgetForm(flowId);
+			owner = this.takeOwner(stringField(data, "requestId"), flowId);
+		}
+		if (this.clients.size === 0) return;
+		const head = `{"type":"event","channel":${JSON.stringify(channel)},"data":${json},"replay":false`;
+		if (channel !== CH_SUBMIT_RESULT || owner === undefined) {
+			const line = `${head}}`;
+			for (const c of [...this.clients]) c.writeLine(line);
+			return;
+		}
+		// Only the emitter's waiter may resolve from this verdict; others still see it.
+		for (const c of [...this.clients]) c.writeLine(`${head},"own":${c === owner ? "true" : "false"}}`);
+	}
+
+	/** The client whose submit this verdict answers; null if it has gone, undefined if no client
+	 * emitted such a submit (then the line carries no "own"). */
+	private takeOwner(requestId: string | undefined, flowId: string | undefined): Client | null | undefined {
+		if (requestId === undefined || flowId === undefined) return undefined;
+		const key = JSON.stringify([requestId, flowId]);
+		const waiting = this.outstanding.get(key);
+		if (waiting === undefined) return undefined;
+		const owner = waiting.shift();
+		this.outstandingCount -= 1;
+		if (waiting.length === 0) this.outstanding.delete(key);
+		return owner;
+	}
+
+	private addOwner(client: Client, data: unknown): string | undefined {
+		const requestId = stringField(data, "requestId");
+		const flowId = stringField(data, "flowId");
+		if (requestId === undefined || flowId === undefined) return undefined;
+		const key = JSON.stringify([requestId, flowId]);
+		const waiting = this.outstanding.get(key);
+		if (waiting === undefined) this.outstanding.set(key, [client]);
+		else waiting.push(client);
+		this.outstandingCount += 1;
+		while (this.outstandingCount > MAX_OUTSTANDING_SUBMITS) {
+			// a host that never answers: forget the oldest
+			const [oldKey, oldList] = this.outstanding.entries().next().value as [string, (Client | null)[]];
+			oldList.shift();
+			this.outstandingCount -= 1;
+			if (oldList.length === 0) this.outstanding.delete(oldKey);
+		}
+		return key;
+	}
+
+	private dropOwner(client: Client, key: string): void {
+		const waiting = this.outstanding.get(key);
+		if (waiting === undefined) return;
+		const index = waiting.lastIndexOf(client);
+		if (index < 0) return;
+		waiting.splice(index, 1);
+		this.outstandingCount -= 1;
+		if (waiting.length === 0) this.outstanding.delete(key);
+	}
+
+	emitSubmit(client: Client, data: unknown): void {
+		const key = this.addOwner(client, data);
 		try {
 			this.pi.events.emit(CH_SUBMIT, data);
 		} catch (e) {
+			if (key !== undefined) this.dropOwner(client, key);
 			logErrorOnce("emit", `pi.events.emit failed: ${(e as Error)?.message ?? String(e)}`);
 		}
 	}
 
 	forget(client: Client): void {
 		this.clients.delete(client);
+		// Its submits may still be answered: keep their places, so those verdicts reach nobody
+		// else as their own.
+		for (const waiting of this.outstanding.values()) {
+			for (let i = 0; i < waiting.length; i++) if (waiting[i] === client) waiting[i] = null;
+		}
 	}
 
 	listening(): boolean {
@@ -349,8 +594,18 @@ class Relay {
 			logErrorOnce(`dir:${dir}`, `relay disabled: ${problem}`);
 			return;
 		}
-		removeStaleSockets(dir);
 		const socketPath = path.join(dir, `pi-${process.pid}.sock`);
+		const pathBytes = Buffer.byteLength(socketPath);
+		if (pathBytes > MAX_SOCKET_PATH_BYTES) {
+			// bind() would cut the path short (or fail later on chmod): say why instead.
+			this.disabled = true;
+			logErrorOnce(
+				`long:${socketPath}`,
+				`relay disabled: the socket path ${socketPath} is ${pathBytes} bytes, longer than the ${MAX_SOCKET_PATH_BYTES} bytes a Unix socket path may have; set PI_ASK_RELAY_DIR to a shorter directory (the same for Pi and its clients)`,
+			);
+			return;
+		}
+		removeStaleSockets(dir);
 		const server = net.createServer((socket) => {
 			try {
 				this.onConnection(socket);
@@ -393,11 +648,13 @@ class Relay {
 			cwd: this.cwd,
 			piVersion: piVersion(),
 			socket: this.socketPath ?? "",
+			sessionId: this.sessionId,
 			// How many replayed forms follow, so a client knows when its view is complete.
 			replaying: this.openForms.size,
 		});
-		for (const json of this.openForms.values()) {
-			client.writeLine(`{"type":"event","channel":"${CH_STARTED}","data":${json},"replay":true}`);
+		// Queued, then written as the client reads (never all at once).
+		for (const form of this.openForms.values()) {
+			client.writeLine(`{"type":"event","channel":"${CH_STARTED}","data":${form.json},"replay":true}`);
 		}
 	}
 
@@ -410,6 +667,9 @@ class Relay {
 		this.socketPath = undefined;
 		this.socketIno = undefined;
 		this.openForms.clear();
+		this.openFormBytes = 0;
+		this.outstanding.clear();
+		this.outstandingCount = 0;
 		const reg = registry();
 		if (reg.current === this) reg.current = undefined;
 		const line = JSON.stringify({ type: "session_end", reason: SESSION_END_REASONS.has(reason) ? reason : "unknown" });
@@ -453,6 +713,13 @@ export default function piAskRelay(pi: ExtensionAPI): void {
 			relay.listen(ctx?.cwd);
 		} catch (e) {
 			logErrorOnce("listen", `relay disabled: ${(e as Error)?.message ?? String(e)}`);
+		}
+	});
+	pi.on("tool_execution_end", (event) => {
+		try {
+			if (typeof event?.toolCallId === "string") relay.toolCallEnded(event.toolCallId);
+		} catch (e) {
+			logErrorOnce("tool-end", `relay tool_execution_end failed: ${(e as Error)?.message ?? String(e)}`);
 		}
 	});
 	pi.on("session_shutdown", (event) => {

@@ -28,6 +28,11 @@ __all__ = ["MemoryTransport"]
 
 _HOST_CHANNELS = (STARTED, COMPLETED, SUBMIT_RESULT)
 
+# Per bus (by id), the transport whose submit is being emitted and that submit's ids: a
+# synchronous host answers inside the emit, and only that transport may take the verdict (two
+# clients may use the same requestId), as the relay marks it "own" for one connection.
+_SENDING: dict[int, tuple[MemoryTransport, str, str]] = {}
+
 
 class MemoryTransport:
     """A ``Transport`` over an in-process bus.
@@ -67,16 +72,39 @@ class MemoryTransport:
     def _deliver(self, channel: str) -> Callable[[object], None]:
         def handler(data: object) -> None:
             listener = self._listener
-            if listener is not None:
-                listener.message(channel, data, replay=False)
+            if listener is None:
+                return
+            if channel == SUBMIT_RESULT and self._answers_another(data):
+                return
+            listener.message(channel, data, replay=False)
 
         return handler
+
+    def _answers_another(self, data: object) -> bool:
+        """Whether ``data`` is the verdict on another transport's submit being emitted now."""
+        sending = _SENDING.get(id(self._bus))
+        if sending is None or sending[0] is self:
+            return False
+        request_id = getattr(data, "request_id", None)
+        flow_id = getattr(data, "flow_id", None)
+        if isinstance(data, dict):
+            request_id, flow_id = data.get("requestId"), data.get("flowId")
+        return (request_id, flow_id) == sending[1:]
 
     async def send(self, payload: SubmitEvent) -> None:
         if self._listener is None:
             raise ConnectionLost("disconnected", "the memory transport is not open")
-        # Decoded-JSON shape, as a bridge on pi.events sends it.
-        self._bus.emit(SUBMIT, msgspec.to_builtins(payload))
+        key = id(self._bus)
+        outer = _SENDING.get(key)
+        _SENDING[key] = (self, payload.request_id, payload.flow_id)
+        try:
+            # Decoded-JSON shape, as a bridge on pi.events sends it.
+            self._bus.emit(SUBMIT, msgspec.to_builtins(payload))
+        finally:
+            if outer is None:
+                _SENDING.pop(key, None)
+            else:
+                _SENDING[key] = outer
 
     async def close(self) -> None:
         self._listener = None

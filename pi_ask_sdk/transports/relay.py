@@ -13,11 +13,19 @@ Envelopes decode straight into typed Structs; an event's ``data`` is kept as ``m
 decoded into its channel's wire Struct, or, when it does not fit, into plain JSON so that the
 client judges it (and logs why it is skipped).
 
-After ``session_end`` the listener hears ``ended("session_ended")`` and the transport reconnects
-with bounded exponential backoff: Pi listens again when the next session starts, and the forms
-the new connection replays restore the client's view. A connection lost without
-``session_end`` is retried the same way; once Pi is gone (its pid is dead) or the retries run
-out, the listener hears ``ended("disconnected")`` and nothing more.
+After ``session_end`` the listener hears ``ended("session_ended")``, nothing more is read from
+that connection, and the transport reconnects at once with bounded exponential backoff: Pi
+listens again when the next session starts, and the forms the new connection replays restore
+the client's view. A connection lost without ``session_end`` (or cut short during its replay)
+is retried the same way; once Pi is gone or the retries run out, the listener hears
+``ended("disconnected")`` and nothing more. "Pi is gone" is read from Pi's pid only when the
+hello came from the relay's own socket at our path; through a forwarded socket (``ssh -L``) the
+pid is another machine's, and only the connection tells.
+
+Text: a lone UTF-16 surrogate, which Pi's ``JSON.stringify`` writes as an escape such as
+``"\\ud83d"``, is decoded as U+FFFD (``replace_lone_surrogates``), the one decode rule for
+relay input. A ``submit-result`` the relay marks ``"own": false`` answers another connection's
+submit and is not delivered (unless ``foreign_results=True``).
 
 Trust model: only the same OS user, only locally. The directory must be a real directory owned
 by this uid with no group/other permission bits, and the socket must be a socket owned by this
@@ -28,12 +36,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import re
+import socket
 import stat
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Container, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -57,13 +67,16 @@ from .base import TransportListener
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
+    "MAX_SOCKET_PATH",
     "PROTOCOL",
     "AmbiguousRelay",
     "NoRelayFound",
+    "RelayConnectError",
     "RelayError",
     "RelayHandshakeError",
     "RelayHello",
     "RelayInfo",
+    "RelayPathTooLong",
     "RelayTransport",
     "UnsafeRelayPath",
     "check_relay_dir",
@@ -73,6 +86,7 @@ __all__ = [
     "pid_alive",
     "relay_dir",
     "relay_extension_path",
+    "replace_lone_surrogates",
     "resolve_relay",
 ]
 
@@ -84,7 +98,12 @@ PROTOCOL: Final = 1
 DEFAULT_MAX_LINE_BYTES: Final = 64 * 1024 * 1024
 """Longest relay -> client line accepted; longer ones are logged and discarded."""
 
+MAX_SOCKET_PATH: Final = 107
+"""Longest Unix socket path in bytes (``sun_path`` is 108 bytes with its terminating NUL)."""
+
 _SOCKET_RE: Final = re.compile(r"^pi-(\d+)\.sock$")
+_FORWARD_RE: Final = re.compile(r"^pi-(?!\d+\.sock$).+\.sock$")
+"""A forwarded relay socket (``ssh -L``): ``pi-<label>.sock`` where the label is not a pid."""
 _EMIT_PREFIX: Final = b'{"type":"emit","channel":"pi-agent-ask:submit","data":'
 _HIGH_WATER: Final = 4 * 1024 * 1024
 
@@ -114,7 +133,9 @@ class AmbiguousRelay(RelayError):
 
     def __init__(self, relays: tuple[RelayInfo, ...]) -> None:
         self.relays = relays
-        listing = ", ".join(f"pid {r.pid} ({r.path})" for r in relays)
+        listing = ", ".join(
+            f"forwarded ({r.path})" if r.forwarded else f"pid {r.pid} ({r.path})" for r in relays
+        )
         super().__init__(
             f"{len(relays)} Pi processes run the pi-ask relay: {listing}. "
             "Choose one with RelayTransport(pid=...) or RelayTransport(path=...)."
@@ -131,12 +152,40 @@ class UnsafeRelayPath(RelayError):
 
 
 class RelayHandshakeError(RelayError):
-    """The socket did not greet with a valid protocol-1 ``hello`` in time."""
+    """The socket did not greet with a valid protocol-1 ``hello`` (and its replays) in time.
 
-    def __init__(self, path: Path, problem: str) -> None:
+    ``retryable`` is true when the connection was merely cut short or slow (a reconnect may
+    succeed while Pi lives), false when the relay is not one this client can speak to.
+    """
+
+    def __init__(self, path: Path, problem: str, *, retryable: bool = True) -> None:
         self.path = path
         self.problem = problem
+        self.retryable = retryable
         super().__init__(f"Relay at {path}: {problem}.")
+
+
+class RelayPathTooLong(RelayError):
+    """The socket path is longer than a Unix socket path may be (107 bytes on Linux)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        size = len(os.fsencode(path))
+        super().__init__(
+            f"The relay socket path {path} is {size} bytes, longer than the {MAX_SOCKET_PATH} "
+            "bytes a Unix socket path may have. Set PI_ASK_RELAY_DIR to a shorter directory "
+            "(the same for Pi and for this client)."
+        )
+
+
+class RelayConnectError(RelayError):
+    """Connecting to the relay socket failed (``errno`` and the OS's reason kept)."""
+
+    def __init__(self, path: Path, error: OSError) -> None:
+        self.path = path
+        self.errno = error.errno
+        self.strerror = error.strerror or str(error)
+        super().__init__(f"Cannot connect to the relay socket {path}: {self.strerror}.")
 
 
 # --- wire envelopes ----------------------------------------------------------------------------
@@ -152,12 +201,18 @@ class RelayHello(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", ta
     socket: str = ""
     replaying: int = 0
     """How many replayed forms follow the hello (``open()`` returns once they all arrived)."""
+    session_id: str = msgspec.field(default="", name="sessionId")
+    """Names the Pi session behind the socket (new after ``/new``, ``/resume``, ...); it means
+    the same through a forwarded socket, where Pi's pid means nothing on this machine."""
 
 
 class _Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag="event"):
     channel: str
     data: msgspec.Raw
     replay: bool = False
+    own: bool | None = None
+    """On a ``submit-result``: whether this connection emitted the submit it answers (absent
+    when the relay cannot tell, e.g. a submit emitted inside Pi)."""
 
 
 class _SessionEnd(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag="session_end"):
@@ -177,6 +232,25 @@ _COMPLETED: Final = msgspec.json.Decoder(CompletedEvent)
 _ACK: Final = msgspec.json.Decoder(SubmitAck)
 _REJECTION: Final = msgspec.json.Decoder(SubmitRejection)
 _ENCODER: Final = msgspec.json.Encoder()
+
+
+# A JSON string escape of a UTF-16 surrogate pair, a lone surrogate, or an escaped backslash (so
+# that the text after it is never mistaken for an escape).
+_SURROGATE_ESCAPE: Final = re.compile(
+    rb"\\\\|\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|\\u[dD][89a-fA-F][0-9a-fA-F]{2}"
+)
+
+
+def _replace_surrogate(match: re.Match[bytes]) -> bytes:
+    escape = match.group()
+    return escape if len(escape) != 6 or escape == b"\\\\" else b"\\ufffd"
+
+
+def replace_lone_surrogates(line: bytes) -> bytes:
+    """``line`` with each ``\\uD800``-``\\uDFFF`` escape that is not half of a pair replaced by
+    ``\\ufffd`` (U+FFFD). JavaScript's ``JSON.stringify`` writes a lone surrogate that way; it
+    is not valid Unicode, so Python (and msgspec) cannot hold it."""
+    return _SURROGATE_ESCAPE.sub(_replace_surrogate, line)
 
 
 def _decode_data(channel: str, raw: msgspec.Raw) -> object:
@@ -201,10 +275,15 @@ def _decode_data(channel: str, raw: msgspec.Raw) -> object:
 
 @dataclass(frozen=True, slots=True)
 class RelayInfo:
-    """A relay socket of a live Pi process."""
+    """A relay socket of a live Pi process.
+
+    ``forwarded`` marks a socket that forwards to a relay elsewhere (``ssh -L``), named
+    ``pi-<label>.sock``: its ``pid`` is 0 (unknown here) until a hello tells it.
+    """
 
     pid: int
     path: Path
+    forwarded: bool = False
 
 
 def relay_dir(env: Mapping[str, str] | None = None) -> Path:
@@ -276,11 +355,18 @@ def pid_alive(pid: int) -> bool:
         return True  # no /proc (not Linux): kill() said it exists
 
 
-def discover_relays(directory: Path | None = None) -> list[RelayInfo]:
-    """Relay sockets of live Pi processes in ``directory`` (default ``relay_dir()``), by pid.
+def discover_relays(
+    directory: Path | None = None, *, known: Container[Path] = ()
+) -> list[RelayInfo]:
+    """Relay sockets of live Pi processes in ``directory`` (default ``relay_dir()``): local
+    ones (``pi-<pid>.sock`` of a live pid) by pid, then forwarded ones by name.
 
-    Raises ``UnsafeRelayPath`` when the directory breaks the same-user rules; a directory that
-    does not exist has no relays.
+    A forwarded socket (``pi-<label>.sock``, label not a number, e.g. made by ``ssh -L``) is
+    listed when it passes the same-user rules and accepts a connection (a forward whose
+    ``ssh`` is gone refuses it). A poller passes the forwards it is connected to as ``known``:
+    they are listed without a probe connection (each probe costs the far relay a hello and its
+    replays). Raises ``UnsafeRelayPath`` when the directory breaks the same-user rules; a
+    directory that does not exist has no relays.
     """
     directory = relay_dir() if directory is None else directory
     try:
@@ -289,15 +375,38 @@ def discover_relays(directory: Path | None = None) -> list[RelayInfo]:
     except FileNotFoundError:
         return []
     found: list[RelayInfo] = []
+    forwarded: list[RelayInfo] = []
     for name in names:
         match = _SOCKET_RE.match(name)
-        if match is None:
-            continue
-        pid = int(match.group(1))
-        if pid_alive(pid):
-            found.append(RelayInfo(pid, directory / name))
+        if match is not None:
+            pid = int(match.group(1))
+            if pid_alive(pid):
+                found.append(RelayInfo(pid, directory / name))
+        elif _FORWARD_RE.match(name) and (directory / name in known or _accepts(directory / name)):
+            forwarded.append(RelayInfo(0, directory / name, forwarded=True))
     found.sort(key=lambda info: info.pid)
-    return found
+    forwarded.sort(key=lambda info: info.path.name)
+    return found + forwarded
+
+
+def _accepts(path: Path) -> bool:
+    """Whether ``path`` is a private socket of ours that accepts a connection (then closed)."""
+    try:
+        check_relay_socket(path)
+    except (OSError, UnsafeRelayPath) as exc:
+        log.debug("pi_ask_sdk.relay: skipped %s: %s", path, exc)
+        return False
+    if len(os.fsencode(path)) > MAX_SOCKET_PATH:
+        return False
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.settimeout(1.0)
+        probe.connect(str(path))
+    except OSError:
+        return False  # refused: nothing listens (e.g. its ssh has exited)
+    finally:
+        probe.close()
+    return True
 
 
 def resolve_relay(
@@ -314,7 +423,9 @@ def resolve_relay(
     if path is not None:
         sock = Path(os.path.abspath(path))
         match = _SOCKET_RE.match(sock.name)
-        return RelayInfo(int(match.group(1)) if match else 0, sock)
+        if match is not None:
+            return RelayInfo(int(match.group(1)), sock)
+        return RelayInfo(0, sock, forwarded=True)
     directory = relay_dir() if directory is None else directory
     if pid is not None:
         sock = directory / f"pi-{pid}.sock"
@@ -447,12 +558,19 @@ class _Protocol(asyncio.Protocol):
     # framing
 
     def _line(self, line: bytes) -> None:
+        if self.session_end is not None:
+            return  # the session is over: nothing after its session_end counts
         if not line.strip():
             return
         try:
-            envelope = _ENVELOPE.decode(line)
-        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-            log.warning("pi_ask_sdk.relay: skipped an undecodable line from %s: %s", self.path, exc)
+            envelope = _decode_envelope(line)
+        except (msgspec.ValidationError, msgspec.DecodeError, RecursionError) as exc:
+            log.warning(
+                "pi_ask_sdk.relay: skipped an undecodable line (%d bytes) from %s: %s",
+                len(line),
+                self.path,
+                "nested too deeply" if isinstance(exc, RecursionError) else exc,
+            )
             return
         if not self.hello.done():
             self._greeting(envelope)
@@ -466,21 +584,30 @@ class _Protocol(asyncio.Protocol):
         elif isinstance(envelope, RelayHello):
             log.warning("pi_ask_sdk.relay: ignored a second hello from %s", self.path)
         elif self.queued is not None:
+            if isinstance(envelope, _SessionEnd):
+                self.session_end = envelope.reason
             self.queued.append(envelope)
             self._check_ready()
         else:
+            if isinstance(envelope, _SessionEnd):
+                self.session_end = envelope.reason
             self._dispatch(envelope)
 
     def _dispatch(self, envelope: _Event | _SessionEnd) -> None:
         if isinstance(envelope, _Event):
+            if (
+                envelope.own is False
+                and envelope.channel == SUBMIT_RESULT
+                and not self.owner._foreign_results
+            ):
+                return  # the verdict on another connection's submit (it may share our ids)
             try:
                 data = _decode_data(envelope.channel, envelope.data)
-            except msgspec.DecodeError as exc:
+            except (msgspec.DecodeError, RecursionError) as exc:
                 log.warning("pi_ask_sdk.relay: skipped an event with bad data: %s", exc)
                 return
             self.owner._deliver(self, envelope.channel, data, envelope.replay)
         elif isinstance(envelope, _SessionEnd):
-            self.session_end = envelope.reason
             self.owner._session_end(self, envelope.reason)
 
     def _greeting(self, envelope: _Envelope) -> None:
@@ -494,7 +621,7 @@ class _Protocol(asyncio.Protocol):
             self.hello.set_result(envelope)
             self._check_ready()
             return
-        error = RelayHandshakeError(self.path, problem)
+        error = RelayHandshakeError(self.path, problem, retryable=False)
         self.hello.set_exception(error)
         self.ready.set_exception(error)
         self.close()
@@ -513,6 +640,21 @@ class _Protocol(asyncio.Protocol):
         if self.transport is not None and not self.transport.is_closing():
             self.transport.close()
 
+    def abort(self) -> None:
+        """Close at once, dropping unsent data (nothing more is owed to an ended session)."""
+        if self.transport is not None:
+            self.transport.abort()
+
+
+def _decode_envelope(line: bytes) -> _Envelope:
+    try:
+        return _ENVELOPE.decode(line)
+    except msgspec.DecodeError:
+        repaired = replace_lone_surrogates(line)
+        if repaired == line:
+            raise
+        return _ENVELOPE.decode(repaired)
+
 
 _State = Literal["new", "connected", "reconnecting", "closed"]
 
@@ -526,6 +668,10 @@ class RelayTransport:
     After a session end or a lost connection the transport retries with backoff from
     ``backoff_initial`` doubling to ``backoff_max`` for at most ``reconnect_timeout`` seconds
     (``reconnect=False``: report ``disconnected`` at once).
+
+    A ``submit-result`` the relay marks as the answer to another connection's submit is not
+    delivered (two bridges may use the same ``requestId``), unless ``foreign_results=True``
+    (for a watcher that shows every verdict and resolves no waiter from them).
     """
 
     def __init__(
@@ -540,8 +686,10 @@ class RelayTransport:
         backoff_initial: float = 0.02,
         backoff_max: float = 1.0,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        foreign_results: bool = False,
     ) -> None:
         self._path_arg = path
+        self._foreign_results = foreign_results
         self._pid_arg = pid
         self._directory = directory
         self._hello_timeout = hello_timeout
@@ -616,7 +764,14 @@ class RelayTransport:
         transport = conn.transport
         if transport.is_closing():
             raise ConnectionLost("disconnected", "the relay connection is closing")
-        transport.write(_EMIT_PREFIX + _ENCODER.encode(payload) + b"}\n")
+        try:
+            body = _ENCODER.encode(payload)
+        except UnicodeEncodeError:
+            # A lone surrogate (text decoded with "surrogateescape", say): sent as a \\udXXX
+            # escape, as JavaScript writes one; the host judges it.
+            builtins = msgspec.to_builtins(payload)
+            body = json.dumps(builtins, ensure_ascii=True, separators=(",", ":")).encode()
+        transport.write(_EMIT_PREFIX + body + b"}\n")
 
     async def close(self) -> None:
         if self._state == "closed":
@@ -638,14 +793,25 @@ class RelayTransport:
         """One connection attempt: socket checks, connect, bounded wait for a valid hello."""
         info = self._info
         assert info is not None
+        if len(os.fsencode(info.path)) > MAX_SOCKET_PATH:
+            raise RelayPathTooLong(info.path)
         await self._check_socket(info.path)
         loop = asyncio.get_running_loop()
         made: list[_Protocol] = []
 
         async def handshake() -> RelayHello:
-            _, conn = await loop.create_unix_connection(
-                lambda: _Protocol(self, info.path, self._max_line), str(info.path)
-            )
+            try:
+                _, conn = await loop.create_unix_connection(
+                    lambda: _Protocol(self, info.path, self._max_line), str(info.path)
+                )
+            except (ConnectionRefusedError, FileNotFoundError):
+                raise NoRelayFound(
+                    info.path.parent,
+                    f"{info.path.name} refuses connections (a stale socket: its Pi has exited "
+                    "or its session is restarting)",
+                ) from None
+            except OSError as exc:
+                raise RelayConnectError(info.path, exc) from None
             made.append(conn)
             return await conn.ready  # the hello, once the replays it announced arrived
 
@@ -664,9 +830,11 @@ class RelayTransport:
         conn = made[0]
         if info.pid and hello.pid != info.pid:
             conn.close()
-            raise RelayHandshakeError(info.path, f"hello names pid {hello.pid}, not {info.pid}")
+            raise RelayHandshakeError(
+                info.path, f"hello names pid {hello.pid}, not {info.pid}", retryable=False
+            )
         if not info.pid:
-            self._info = RelayInfo(hello.pid, info.path)
+            self._info = RelayInfo(hello.pid, info.path, forwarded=info.forwarded)
         if self._state == "closed":
             conn.close()
             return
@@ -708,14 +876,26 @@ class RelayTransport:
         listener = self._listener
         if listener is not None:
             listener.ended("session_ended")
+        # The session is over whether or not the relay closes the socket: reconnect at once.
+        conn.abort()
+
+    def _local_pid(self) -> int:
+        """Pi's pid when it means something here: the hello came straight from the relay's own
+        socket at our path. Through a forward (``ssh -L``) it is 0: liveness is then learned
+        from the connection itself (reconnecting), never from this machine's process table."""
+        info, hello = self._info, self._hello
+        if info is None or hello is None or info.forwarded:
+            return 0
+        if hello.socket != str(info.path) or hello.pid != info.pid:
+            return 0
+        return hello.pid
 
     def _connection_lost(self, conn: _Protocol) -> None:
         if conn is not self._conn or self._state == "closed":
             return
         self._conn = None
-        info = self._info
-        pid = info.pid if info is not None else 0
-        alive = pid_alive(pid)
+        pid = self._local_pid()
+        alive = pid_alive(pid) if pid else True
         if not alive or not self._reconnect_enabled:
             why = "Pi has exited" if not alive else "the connection closed"
             self._give_up(why if conn.session_end is None else f"{why} (session ended)")
@@ -736,9 +916,10 @@ class RelayTransport:
         info = self._info
         assert info is not None
         last = "no attempt"
+        local_pid = self._local_pid()
         while self._state == "reconnecting":
-            if info.pid and not pid_alive(info.pid):
-                last = f"Pi (pid {info.pid}) has exited"
+            if local_pid and not pid_alive(local_pid):
+                last = f"Pi (pid {local_pid}) has exited"
                 break
             try:
                 await self._connect()
@@ -747,8 +928,11 @@ class RelayTransport:
                     return
             except (OSError, RelayError) as exc:
                 last = str(exc)
-                if isinstance(exc, (UnsafeRelayPath, RelayHandshakeError)):
+                if isinstance(exc, (UnsafeRelayPath, RelayPathTooLong)) or (
+                    isinstance(exc, RelayHandshakeError) and not exc.retryable
+                ):
                     break
+                # A handshake cut short (e.g. during a big replay) is retried while Pi lives.
             if loop.time() + delay > deadline:
                 last = f"gave up after {self._reconnect_timeout:g} s ({last})"
                 break

@@ -332,18 +332,14 @@ async def test_clients_that_vanish_or_stop_reading_leave_pi_unaffected(
             vanishing.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             vanishing.close()  # RST while the relay is writing to it
             big = single_question()
-            big["title"] = "x" * 1_000_000  # ten of these pass the relay's 8 MiB client limit
+            big["title"] = "x" * 1_000_000  # ten of these pass the relay's 8 MiB stall mark
             for n in range(10):
                 flow_id = module_pi.open_form(big, tool_call_id=f"big-{n}")
                 flow = await next_flow(flows, flow_id)
                 outcome = await client.respond(flow, choose(flow, "a"), timeout=TIMEOUT)
                 assert isinstance(outcome, SubmitAccepted)
-        # The relay dropped the client that stopped reading: what it holds ends in EOF.
-        stalled.settimeout(TIMEOUT)
-        received = 0
-        while chunk := stalled.recv(1 << 20):
-            received += len(chunk)
-        assert 0 < received < 10_000_000  # some events, then dropped before the rest
+        # The stalled client held up nobody; the relay drops it only after it read nothing for
+        # a while (tests/stress/test_relay_stress.py checks that drop).
     finally:
         stalled.close()
     assert module_pi.request({"type": "get_state"})["success"] is True

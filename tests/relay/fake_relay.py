@@ -21,16 +21,17 @@ from pi_ask_core import CHANNELS, SUBMIT, FlowHandle, FlowHost, LocalEventBus
 
 
 class FakeRelay:
-    def __init__(self, directory: Path, *, pid: int | None = None) -> None:
+    def __init__(self, directory: Path, *, pid: int | None = None, name: str | None = None) -> None:
         self.directory = directory
         self.pid = os.getpid() if pid is None else pid
-        self.path = directory / f"pi-{self.pid}.sock"
+        self.path = directory / (name or f"pi-{self.pid}.sock")
         self.bus = LocalEventBus()
         self.host = FlowHost(self.bus)
         self.writers: list[asyncio.StreamWriter] = []
         self.received: list[Any] = []
         self.hello_extra: dict[str, object] = {}
         self.split_replays = False  # send each replay in its own write, after a pause
+        self.cut_replays = 0  # this many connections are closed after their first replay
         self._server: asyncio.AbstractServer | None = None
         self._open: dict[str, object] = {}
         self._connected = asyncio.Event()
@@ -116,6 +117,11 @@ class FakeRelay:
                 "replay": True,
             }
             writer.write(json.dumps(event).encode() + b"\n")
+            if self.cut_replays:
+                self.cut_replays -= 1
+                await writer.drain()
+                writer.close()
+                return
         self.writers.append(writer)
         self._connected.set()
         try:

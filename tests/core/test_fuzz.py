@@ -1,0 +1,283 @@
+"""Hostile input for ``FlowHost``: lone surrogates, non-finite numbers, deep nesting.
+
+Whatever a submit holds, the host answers it with exactly one ``submit-result`` and never raises;
+every payload it emits encodes to valid UTF-8 JSON; a flow changes state only together with its
+``completed`` event.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pi_ask_core import (
+    COMPLETED,
+    STARTED,
+    SUBMIT,
+    SUBMIT_RESULT,
+    FlowHost,
+    InvalidForm,
+    LocalEventBus,
+    SubmitAck,
+    SubmitRefused,
+    SubmitRejection,
+)
+from tests.spec_examples import EXAMPLES
+
+FORM_D = EXAMPLES["forms"]["D"]
+FLOW = "tool:call-D"
+
+# Text with every kind of code point, lone surrogates (U+D800-U+DFFF) included.
+odd_text = st.one_of(
+    st.text(st.characters(codec=None, categories=None), max_size=6),
+    st.sampled_from(["\ud83d", "\ude00", "a\ud83d\ude00b", "\udfff\ud800", "\u2028", "\x00"]),
+)
+odd_numbers = st.sampled_from([float("nan"), float("inf"), float("-inf"), -0.0, 1e308, 2**70])
+scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), odd_numbers, odd_text)
+
+
+def nested(depth: int, leaf: object) -> object:
+    value = leaf
+    for i in range(depth):
+        value = [value] if i % 2 else {"k": value}
+    return value
+
+
+class Deep:
+    """A placeholder for a deeply nested value (Hypothesis cannot print the value itself)."""
+
+    def __init__(self, depth: int, leaf: object) -> None:
+        self.depth, self.leaf = depth, leaf
+
+    def __repr__(self) -> str:
+        return f"Deep({self.depth}, {self.leaf!r})"
+
+
+def real(value: object) -> object:
+    """``value`` with each ``Deep`` placeholder built."""
+    if isinstance(value, Deep):
+        return nested(value.depth, value.leaf)
+    if isinstance(value, dict):
+        return {k: real(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [real(v) for v in value]
+    return value
+
+
+deep_values = st.builds(
+    Deep,
+    st.sampled_from([10, sys.getrecursionlimit() // 2, sys.getrecursionlimit() * 2, 50_000]),
+    scalars,
+)
+values = st.recursive(
+    st.one_of(scalars, deep_values),
+    lambda children: st.one_of(
+        st.lists(children, max_size=3), st.dictionaries(odd_text, children, max_size=3)
+    ),
+    max_leaves=12,
+)
+option_values = st.sampled_from(["fast", "safe", "small", "tests", "docs", "code"])
+answers = st.dictionaries(
+    st.sampled_from(["goal", "constraints", "scope", "nope"]),
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "values": st.one_of(st.lists(option_values, max_size=2, unique=True), values),
+            "customText": st.one_of(odd_text, values),
+            "note": st.one_of(odd_text, values),
+            "optionNotes": st.one_of(st.dictionaries(option_values, odd_text), values),
+        },
+    ),
+    max_size=3,
+)
+submits = st.one_of(
+    st.fixed_dictionaries(
+        {
+            "version": st.one_of(st.just(1), odd_numbers, values),
+            "requestId": st.one_of(odd_text.filter(bool), values),
+            "flowId": st.one_of(st.just(FLOW), odd_text, values),
+            "response": st.one_of(
+                st.fixed_dictionaries(
+                    {
+                        "kind": st.sampled_from(["answer", "cancel"]),
+                        "answers": st.one_of(answers, values),
+                    },
+                    optional={"mode": st.one_of(st.sampled_from(["submit", "elaborate"]), values)},
+                ),
+                values,
+            ),
+        }
+    ),
+    values,
+)
+
+
+def _host() -> tuple[FlowHost, list[tuple[str, Any]]]:
+    bus = LocalEventBus()
+    events: list[tuple[str, Any]] = []
+
+    def recorder(channel: str) -> Callable[[object], None]:
+        return lambda data: events.append((channel, data))
+
+    for channel in (STARTED, COMPLETED, SUBMIT_RESULT):
+        bus.on(channel, recorder(channel))
+    host = FlowHost(bus)
+    host.start(FORM_D["params"], tool_call_id=FORM_D["toolCallId"])
+    events.clear()
+    return host, events
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=list(HealthCheck))
+@given(submits)
+def test_any_submit_gets_exactly_one_result_and_never_raises(payload: object) -> None:
+    host, events = _host()
+    handle = host.get(FLOW)
+    assert handle is not None
+    payload = real(payload)
+    host.bus.emit(SUBMIT, payload)  # LocalEventBus would log a raise: assert on the outcome
+    results = [d for c, d in events if c == SUBMIT_RESULT]
+    completed = [d for c, d in events if c == COMPLETED]
+    assert len(results) == 1, events
+    result = results[0]
+    assert isinstance(result, (SubmitAck, SubmitRejection))
+    # Everything emitted is valid UTF-8 JSON (no lone surrogate survives).
+    for _, data in events:
+        msgspec.json.encode(data).decode("utf-8")
+    if isinstance(result, SubmitAck):
+        assert len(completed) == 1
+        assert handle.state == "completed"
+        assert host.get(FLOW) is None
+        assert handle.result is not None
+    else:
+        assert completed == []
+        assert handle.is_open
+        assert host.get(FLOW) is handle
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(submits)
+def test_resolve_submit_never_raises(payload: object) -> None:
+    host, _ = _host()
+    assert isinstance(host.resolve_submit(real(payload)), (SubmitAck, SubmitRejection))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    st.one_of(
+        values,
+        st.fixed_dictionaries(
+            {
+                "questions": st.lists(
+                    st.fixed_dictionaries(
+                        {
+                            "id": odd_text,
+                            "prompt": odd_text,
+                            "options": st.lists(
+                                st.fixed_dictionaries(
+                                    {"value": odd_text, "label": odd_text},
+                                    optional={"description": st.one_of(odd_text, values)},
+                                ),
+                                max_size=3,
+                            ),
+                        },
+                        optional={"label": st.one_of(odd_text, values)},
+                    ),
+                    max_size=3,
+                )
+            },
+            optional={"title": st.one_of(odd_text, values)},
+        ),
+    )
+)
+def test_any_form_input_opens_a_form_or_raises_invalid_form(params: object) -> None:
+    bus = LocalEventBus()
+    started: list[object] = []
+    bus.on(STARTED, started.append)
+    host = FlowHost(bus)
+    try:
+        handle = host.start(real(params), tool_call_id="t")
+    except InvalidForm as error:
+        assert error.issues
+        assert started == []
+        return
+    assert len(started) == 1
+    msgspec.json.encode(started[0]).decode("utf-8")
+    assert handle.cancel() is not None
+    assert handle.state == "completed"
+
+
+# --- the regressions, one by one ----------------------------------------------------------------
+
+
+def _submit(answers: object, rid: str = "r1") -> dict[str, object]:
+    return {
+        "version": 1,
+        "requestId": rid,
+        "flowId": FLOW,
+        "response": {"kind": "answer", "answers": answers},
+    }
+
+
+def test_lone_surrogate_in_custom_text_completes_with_replacement() -> None:
+    host, events = _host()
+    handle = host.get(FLOW)
+    assert handle is not None
+    host.bus.emit(SUBMIT, _submit({"goal": {"customText": "go \ud83d fast \ud83d\ude00"}}))
+    assert [c for c, _ in events] == [COMPLETED, SUBMIT_RESULT]
+    assert isinstance(events[1][1], SubmitAck)
+    assert handle.state == "completed"
+    assert host.get(FLOW) is None
+    result = handle.result
+    assert result is not None
+    goal = msgspec.to_builtins(result)["answers"]["goal"]
+    assert goal["customText"] == "go \ufffd fast \U0001f600"
+
+
+def test_lone_surrogate_in_request_id_is_echoed_as_replacement() -> None:
+    host, events = _host()
+    host.bus.emit(SUBMIT, {**_submit({}), "requestId": "id\udc00"})
+    (result,) = [d for c, d in events if c == SUBMIT_RESULT]
+    assert result.request_id == "id\ufffd"
+    msgspec.json.encode(result)
+
+
+def test_lone_surrogate_in_form_title_is_replaced_before_started() -> None:
+    bus = LocalEventBus()
+    started: list[Any] = []
+    bus.on(STARTED, started.append)
+    handle = FlowHost(bus).start({**FORM_D["params"], "title": "Plan \ud83d"}, tool_call_id="x")
+    assert handle.title == "Plan \ufffd"
+    assert msgspec.json.decode(msgspec.json.encode(started[0]))["title"] == "Plan \ufffd"
+
+
+def test_submit_nested_beyond_the_recursion_limit_is_refused() -> None:
+    host, events = _host()
+    deep = nested(sys.getrecursionlimit() * 3, "x")
+    host.bus.emit(SUBMIT, _submit({"goal": {"customText": deep}}))
+    (result,) = [d for c, d in events if c == SUBMIT_RESULT]
+    assert isinstance(result, SubmitRejection)
+    assert result.error == "invalid_request"
+    assert result.request_id == "r1"
+    assert host.get(FLOW) is not None
+
+
+def test_form_nested_beyond_the_recursion_limit_is_an_invalid_form() -> None:
+    with pytest.raises(InvalidForm) as raised:
+        FlowHost(LocalEventBus()).start({"questions": nested(sys.getrecursionlimit() * 3, 1)})
+    assert raised.value.kind == "schema_error"
+
+
+def test_local_answer_nested_too_deeply_is_refused_and_the_flow_stays_open() -> None:
+    host, events = _host()
+    handle = host.get(FLOW)
+    assert handle is not None
+    with pytest.raises(SubmitRefused):
+        handle.answer({"goal": {"customText": nested(sys.getrecursionlimit() * 3, "x")}})
+    assert handle.is_open
+    assert events == []
