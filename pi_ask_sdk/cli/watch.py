@@ -16,12 +16,12 @@ from typing import TypeVar
 import msgspec
 
 from pi_ask_core import COMPLETED, STARTED, CompletedEvent, PiAskError, StartedEvent
+from pi_ask_sdk.forms import FlowId, FlowView
+from pi_ask_sdk.outcomes import FlowCompleted
+from pi_ask_sdk.transports.base import EndReason
+from pi_ask_sdk.transports.relay import RelayTransport, discover_relays
 
-from .forms import FlowId, FlowView
-from .outcomes import FlowCompleted
 from .render import render_completed, render_flow
-from .transports.base import EndReason
-from .transports.relay import RelayTransport, discover_relays
 
 __all__ = ["EventPrinter", "watch"]
 

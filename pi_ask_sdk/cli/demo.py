@@ -14,14 +14,14 @@ from typing import Final
 import msgspec
 
 from pi_ask_core import CHANNELS, FlowHost, LocalEventBus, SubmitEvent
+from pi_ask_sdk.client import BridgeClient
+from pi_ask_sdk.errors import BridgeError
+from pi_ask_sdk.forms import FlowView
+from pi_ask_sdk.responses import AnswerBuilder, Response
+from pi_ask_sdk.transports import MemoryTransport
 
-from .client import BridgeClient
 from .console import ask_person
-from .errors import BridgeError
-from .forms import FlowView
 from .render import render_completed, render_flow, render_outcome, render_result, render_submit
-from .responses import AnswerBuilder, Response
-from .transports import MemoryTransport
 
 __all__ = ["DEMO_FORM", "demo_policy", "run_demo"]
 

@@ -11,9 +11,8 @@ from collections.abc import Iterable
 from msgspec import UNSET
 
 from pi_ask_core import AskResult, AskResultAnswer, CancelResponse, SubmitEvent
-
-from .forms import FlowView, QuestionView
-from .outcomes import FlowCompleted, SubmitOutcome
+from pi_ask_sdk.forms import FlowView, QuestionView
+from pi_ask_sdk.outcomes import FlowCompleted, SubmitOutcome
 
 __all__ = [
     "render_completed",

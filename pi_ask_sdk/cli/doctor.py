@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Literal
 
 from pi_ask_core import PiAskError
-
-from .transports.relay import (
+from pi_ask_sdk.transports.relay import (
     RelayTransport,
     check_relay_dir,
     check_relay_socket,

@@ -30,7 +30,7 @@ def _cmd_schema(args: argparse.Namespace) -> int:
 
 
 def _cmd_relay_path(args: argparse.Namespace) -> int:
-    from .transports.relay import relay_extension_path
+    from pi_ask_sdk.transports.relay import relay_extension_path
 
     print(relay_extension_path())
     return 0
@@ -49,9 +49,10 @@ def _cmd_watch(args: argparse.Namespace) -> int:
 
 
 def _cmd_answer(args: argparse.Namespace) -> int:
-    from .client import BridgeClient
+    from pi_ask_sdk.client import BridgeClient
+    from pi_ask_sdk.transports.relay import discover
+
     from .console import answer_forms
-    from .transports.relay import discover
 
     async def run() -> int:
         client = BridgeClient.connect(
@@ -123,7 +124,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"pi-ask {args.command}: {error}", file=sys.stderr)
         return 2
     return status
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -11,11 +11,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from .client import BridgeClient
-from .errors import BridgeError
-from .forms import FlowView, OptionValue, QuestionView
+from pi_ask_sdk.client import BridgeClient
+from pi_ask_sdk.errors import BridgeError
+from pi_ask_sdk.forms import FlowView, OptionValue, QuestionView
+from pi_ask_sdk.responses import AnswerBuilder, Cancel, Response
+
 from .render import render_flow, render_outcome, render_question
-from .responses import AnswerBuilder, Cancel, Response
 
 __all__ = ["CancelRequested", "answer_forms", "ask_person", "parse_choice"]
 
