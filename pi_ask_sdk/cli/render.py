@@ -1,7 +1,8 @@
 """Plain-text renderings of forms, submits, acknowledgements and results for terminals.
 
 Used by the ``pi-ask`` command (demo, watch, answer). Values are always shown next to labels:
-what a bridge sends is the value.
+what a bridge sends is the value. Every piece of form text goes through ``text.clean`` (forms
+are untrusted input) and columns are aligned by display width, not by code points.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from msgspec import UNSET
 from pi_ask_core import AskResult, AskResultAnswer, CancelResponse, SubmitEvent
 from pi_ask_sdk.forms import FlowView, QuestionView
 from pi_ask_sdk.outcomes import FlowCompleted, SubmitOutcome
+
+from .text import clean, pad, width
 
 __all__ = [
     "render_completed",
@@ -32,25 +35,28 @@ def render_question(question: QuestionView, number: int) -> list[str]:
     kind: str = question.type
     if question.requested_type != question.type:
         kind = f"{question.type}, asked as {question.requested_type}"
-    head = f"{number}. {question.label} [{question.id}, {kind}"
+    head = f"{number}. {clean(question.label)} [{clean(question.id)}, {kind}"
     head += ", required]" if question.required else "]"
-    lines = [head, f"   {question.prompt}"]
-    width = max(len(option.value) for option in question.options)
-    for option in question.options:
+    lines = [head]
+    lines.extend(f"   {text}" for text in clean(question.prompt, multiline=True).split("\n"))
+    values = [clean(option.value) for option in question.options]
+    cells = max(width(value) for value in values)
+    for option, value in zip(question.options, values, strict=True):
         marker = " (recommended)" if option.recommended else ""
-        line = f"   {option.position}) {option.value.ljust(width)}  {option.label}{marker}"
+        line = f"   {option.position}) {pad(value, cells)}  {clean(option.label)}{marker}"
         if option.description:
-            line += f" - {option.description}"
+            line += f" - {clean(option.description)}"
         lines.append(line)
         if option.preview:
-            lines.extend(f"        | {text}" for text in option.preview.splitlines())
+            preview = clean(option.preview, multiline=True)
+            lines.extend(f"        | {text}" for text in preview.split("\n"))
     return lines
 
 
 def render_flow(flow: FlowView) -> str:
-    title = f' "{flow.title}"' if flow.title else ""
+    title = f' "{clean(flow.title)}"' if flow.title else ""
     replay = " (already open)" if flow.replay else ""
-    lines = [f"started {flow.flow_id}{title}{replay}"]
+    lines = [f"started {clean(flow.flow_id)}{title}{replay}"]
     if flow.source != "tool":
         lines[0] += f" [source {flow.source}]"
     for number, question in enumerate(flow.questions, start=1):
@@ -60,20 +66,21 @@ def render_flow(flow: FlowView) -> str:
 
 def _answer_parts(values: object, custom: object, note: object, notes: object) -> list[str]:
     parts = []
+    # repr() quotes and escapes C0 controls; clean() removes what it leaves (bidi, C1...).
     if values:
-        parts.append(f"values {values}")
+        parts.append(f"values {clean(repr(values))}")
     if custom is not UNSET and custom is not None:
-        parts.append(f"custom text {custom!r}")
+        parts.append(f"custom text {clean(repr(custom))}")
     if note is not UNSET and note is not None:
-        parts.append(f"note {note!r}")
+        parts.append(f"note {clean(repr(note))}")
     if notes:
-        parts.append(f"option notes {notes}")
+        parts.append(f"option notes {clean(repr(notes))}")
     return parts
 
 
 def render_submit(event: SubmitEvent) -> str:
     response = event.response
-    lines = [f"submit {event.request_id} -> {event.flow_id}"]
+    lines = [f"submit {clean(event.request_id)} -> {clean(event.flow_id)}"]
     if isinstance(response, CancelResponse):
         lines.append("  cancel (explicit)")
         return "\n".join(lines)
@@ -83,21 +90,22 @@ def render_submit(event: SubmitEvent) -> str:
         values = list(entry.values) if entry.values is not UNSET else []
         notes = entry.option_notes if entry.option_notes is not UNSET else {}
         parts = _answer_parts(values, entry.custom_text, entry.note, notes)
-        lines.append(f"  {qid}: " + ("; ".join(parts) if parts else "(empty)"))
+        lines.append(f"  {clean(qid)}: " + ("; ".join(parts) if parts else "(empty)"))
     return "\n".join(lines)
 
 
 def render_outcome(outcome: SubmitOutcome) -> str:
-    ticket = outcome.ticket
+    request_id = clean(outcome.ticket.request_id)
     if outcome.kind == "accepted":
-        return f"submit-result {ticket.request_id}: accepted"
+        return f"submit-result {request_id}: accepted"
     still = "the form is still open" if outcome.flow_still_open else "the flow is gone"
-    return f"submit-result {ticket.request_id}: {outcome.error} ({still})\n  {outcome.message}"
+    message = clean(outcome.message, multiline=True).replace("\n", "\n  ")
+    return f"submit-result {request_id}: {outcome.error} ({still})\n  {message}"
 
 
 def _render_answer(qid: str, answer: AskResultAnswer) -> str:
     chosen = [
-        f"{label} ({value}, #{index})"
+        f"{clean(label)} ({clean(value)}, #{index})"
         for value, label, index in zip(answer.values, answer.labels, answer.indices, strict=False)
     ]
     parts = [", ".join(chosen)] if chosen else []
@@ -107,7 +115,7 @@ def _render_answer(qid: str, answer: AskResultAnswer) -> str:
         answer.note,
         answer.option_notes if answer.option_notes is not UNSET else None,
     )
-    return f"  {qid}: " + ("; ".join(parts) if parts else "(no answer)")
+    return f"  {clean(qid)}: " + ("; ".join(parts) if parts else "(no answer)")
 
 
 def render_result(result: AskResult) -> str:
@@ -122,6 +130,6 @@ def render_result(result: AskResult) -> str:
 
 
 def render_completed(event: FlowCompleted) -> str:
-    return f"completed {event.flow_id}\n" + "\n".join(
+    return f"completed {clean(event.flow_id)}\n" + "\n".join(
         _indent(render_result(event.result).split("\n"))
     )

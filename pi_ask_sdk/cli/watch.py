@@ -22,6 +22,7 @@ from pi_ask_sdk.transports.base import EndReason
 from pi_ask_sdk.transports.relay import RelayTransport, discover_relays
 
 from .render import render_completed, render_flow
+from .text import clean, echo, json_line
 
 __all__ = ["EventPrinter", "watch"]
 
@@ -40,7 +41,7 @@ class EventPrinter:
         if self._json:
             payload = msgspec.to_builtins(data)
             line = {"pid": self.pid, "channel": channel, "replay": replay, "data": payload}
-            self._write(json.dumps(line, ensure_ascii=False))
+            self._write(json_line(line))
             return
         self._write(f"[pi {self.pid}] " + _describe(channel, data, replay))
 
@@ -78,12 +79,12 @@ def _describe(channel: str, data: object, replay: bool) -> str:
                 )
             )
     except msgspec.ValidationError as error:
-        return f"{channel}: malformed payload ({error})"
-    return f"{channel}: {json.dumps(msgspec.to_builtins(data), ensure_ascii=False)}"
+        return f"{clean(channel)}: malformed payload ({clean(str(error))})"
+    return f"{clean(channel)}: {clean(json_line(msgspec.to_builtins(data)))}"
 
 
 async def watch(
-    write: Write = print,
+    write: Write = echo,
     *,
     as_json: bool = False,
     directory: Path | None = None,
@@ -105,7 +106,8 @@ async def watch(
                 try:
                     await transport.open(EventPrinter(info.pid, write, as_json=as_json))
                 except (OSError, PiAskError) as error:
-                    write(f"[pi {info.pid}] cannot connect: {error}")
+                    message = {"pid": info.pid, "error": f"cannot connect: {error}"}
+                    write(json_line(message) if as_json else f"[pi {info.pid}] {message['error']}")
                     continue
                 watching[info.path] = transport
             for path, transport in list(watching.items()):
