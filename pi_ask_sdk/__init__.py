@@ -2,9 +2,15 @@
 
 ``BridgeClient`` follows forms as typed ``FlowView``s and submits ``Answer``s (built with
 ``AnswerBuilder`` from the form's own values) or explicit ``Cancel``s; ``await_result`` reports
-``SubmitAccepted | SubmitRejected`` or raises a typed error. ``SyncBridgeClient`` does the same for
-code that is not async. Test helpers (``FakeHost``) live in ``pi_ask_sdk.testing``.
+``SubmitAccepted | SubmitRejected`` or raises a typed error. ``SyncBridgeClient`` does the same
+for code that is not async. Test helpers (``FakeHost``) live in ``pi_ask_sdk.testing``.
+
+The relay's errors (``NoRelayFound``, ``AmbiguousRelay``, ``UnsafeRelayPath``,
+``RelayHandshakeError``, base ``RelayError``) are importable from here too; they are loaded with
+the relay transport on first use.
 """
+
+from typing import TYPE_CHECKING
 
 from .client import DEFAULT_TIMEOUT, BridgeClient, ClientStream
 from .errors import (
@@ -55,10 +61,34 @@ from .responses import (
 from .sync import SyncBridgeClient, SyncClientStream
 from .transports import EndReason, MemoryTransport, Transport, TransportFactory, TransportListener
 
+if TYPE_CHECKING:
+    from .transports.relay import (
+        AmbiguousRelay,
+        NoRelayFound,
+        RelayError,
+        RelayHandshakeError,
+        UnsafeRelayPath,
+    )
+
+_RELAY_ERRORS = frozenset(
+    ("AmbiguousRelay", "NoRelayFound", "RelayError", "RelayHandshakeError", "UnsafeRelayPath")
+)
+
+
+def __getattr__(name: str) -> object:
+    # The relay errors live with the socket machinery, which is loaded only when first used.
+    if name in _RELAY_ERRORS:
+        from .transports import relay
+
+        return getattr(relay, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __version__ = "0.1.0"
 
 __all__ = [
     "DEFAULT_TIMEOUT",
+    "AmbiguousRelay",
     "Answer",
     "AnswerBuilder",
     "ApprovalMapping",
@@ -88,11 +118,14 @@ __all__ = [
     "InvalidRequestId",
     "InvalidResponse",
     "MemoryTransport",
+    "NoRelayFound",
     "OptionValue",
     "OptionView",
     "QuestionAnswer",
     "QuestionId",
     "QuestionView",
+    "RelayError",
+    "RelayHandshakeError",
     "Response",
     "ResponseProblem",
     "SelectOption",
@@ -111,6 +144,7 @@ __all__ = [
     "UnknownOption",
     "UnknownQuestion",
     "UnknownTicket",
+    "UnsafeRelayPath",
     "WaitTimeout",
     "__version__",
 ]
