@@ -105,7 +105,7 @@ def _cmd_answer(args: argparse.Namespace) -> int:
     from pi_ask_sdk.client import BridgeClient
     from pi_ask_sdk.transports.relay import discover
 
-    from .console import answer_forms, prompt_stderr
+    from .console import answer_forms, prompt_stderr, prompt_stdout
     from .text import clean, echo, json_line
 
     def say(text: str) -> None:  # with --json, stdout carries only the JSON lines
@@ -125,7 +125,7 @@ def _cmd_answer(args: argparse.Namespace) -> int:
             say(f"answering forms of Pi (Ctrl-C stops); open now: {len(client.open_flows)}")
             accepted = await answer_forms(
                 client,
-                prompt_stderr if args.json else input,
+                prompt_stderr if args.json else prompt_stdout,
                 say,
                 limit=args.count,
                 record=record if args.json else None,

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import sys
 import threading
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TextIO, TypeVar
 
 import msgspec
 
@@ -39,6 +40,7 @@ __all__ = [
     "ask_person",
     "parse_choice",
     "prompt_stderr",
+    "prompt_stdout",
 ]
 
 Prompt = Callable[[str], str]
@@ -55,14 +57,49 @@ class FormGone(Exception):
     """The form completed (or its session ended) while the person was answering it."""
 
 
+class _StdinLines:
+    """Lines of file descriptor 0, read with ``os.read``.
+
+    The prompting thread is a daemon that may still be blocked reading when the command ends
+    (Ctrl-C); had it gone through ``sys.stdin``, it would hold that buffer's lock and the
+    interpreter would abort at exit. A terminal in canonical mode still edits the line.
+    """
+
+    def __init__(self) -> None:
+        self._buffer = b""
+        self._lock = threading.Lock()
+
+    def readline(self) -> str:
+        with self._lock:
+            while b"\n" not in self._buffer:
+                chunk = os.read(0, 65536)
+                if not chunk:
+                    if not self._buffer:
+                        raise EOFError
+                    line, self._buffer = self._buffer, b""
+                    return line.decode("utf-8", "replace")
+                self._buffer += chunk
+            line, _, self._buffer = self._buffer.partition(b"\n")
+            return line.decode("utf-8", "replace").removesuffix("\r")
+
+
+_STDIN = _StdinLines()
+
+
+def _prompt_on(stream: TextIO, text: str) -> str:
+    stream.write(clean(text))
+    stream.flush()
+    return _STDIN.readline()
+
+
+def prompt_stdout(text: str) -> str:
+    """``input()`` for the prompting thread: the prompt on stdout, the line from fd 0."""
+    return _prompt_on(sys.stdout, text)
+
+
 def prompt_stderr(text: str) -> str:
-    """``input()`` that shows its prompt on stderr (stdout carries JSON lines with ``--json``)."""
-    sys.stderr.write(text)
-    sys.stderr.flush()
-    line = sys.stdin.readline()
-    if not line:
-        raise EOFError
-    return line.rstrip("\n")
+    """The same with the prompt on stderr (stdout carries JSON lines with ``--json``)."""
+    return _prompt_on(sys.stderr, text)
 
 
 def parse_choice(question: QuestionView, text: str) -> tuple[list[OptionValue], str | None]:
@@ -231,7 +268,7 @@ async def _ask(flow: FlowView, watch: _Watch, prompt: Prompt, write: Write) -> R
 
 async def answer_forms(
     client: BridgeClient,
-    prompt: Prompt = input,
+    prompt: Prompt = prompt_stdout,
     write: Write = echo,
     *,
     limit: int | None = None,
