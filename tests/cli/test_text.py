@@ -167,3 +167,10 @@ def test_echo_never_raises_on_a_terminal_that_is_not_utf8(
     echo("部署 \ud800 \x1b[31mred")
     sys.stdout.flush()
     assert raw.getvalue() == b"?? ? red\n"
+
+
+def test_json_line_escapes_lone_surrogates_instead_of_failing_to_print() -> None:
+    line = json_line({"a": "x\ud800y", "b": "\u202e\x9b"})
+    assert line == '{"a": "x\\ud800y", "b": "\\u202e\\u009b"}'
+    assert json.loads(line) == {"a": "x\ud800y", "b": "\u202e\x9b"}
+    line.encode("utf-8")  # printable as UTF-8
