@@ -14,7 +14,7 @@ import argparse
 import asyncio
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Final
 
 from pi_ask_core import PiAskError
@@ -61,6 +61,23 @@ def _version() -> str:
     )
 
 
+class _VersionAction(argparse.Action):
+    """``--version``: the text is computed only when asked (it imports the package)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        print(_version())
+        parser.exit()
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
 
@@ -85,6 +102,19 @@ def _cmd_docs(args: argparse.Namespace) -> int:
     from .docs import show_guide
 
     return show_guide(args.name)
+
+
+def _positive(kind: Callable[[str], float]) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not value > 0:  # (also refuses nan)
+            raise argparse.ArgumentTypeError(f"must be more than 0, not {text}")
+        return value
+
+    return parse
 
 
 def _relay_args(parser: argparse.ArgumentParser) -> None:
@@ -156,7 +186,7 @@ def _parser() -> argparse.ArgumentParser:
         + "\n\nRun `pi-ask COMMAND --help` for a command's options and examples.",
         formatter_class=raw,
     )
-    parser.add_argument("--version", action="version", version="%(prog)s", help="show the version")
+    parser.add_argument("-V", "--version", action=_VersionAction, help="show the version")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     demo = commands.add_parser(
@@ -207,7 +237,7 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=raw,
     )
     watch.add_argument("--json", action="store_true", help="one JSON object per line")
-    watch.add_argument("--duration", type=float, help="stop after this many seconds")
+    watch.add_argument("--duration", type=_positive(float), help="stop after this many seconds")
     watch.set_defaults(run=_cmd_watch)
 
     answer = commands.add_parser(
@@ -227,7 +257,7 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=raw,
     )
     _relay_args(answer)
-    answer.add_argument("--count", type=int, help="stop after this many forms")
+    answer.add_argument("--count", type=_positive(int), help="stop after this many forms")
     answer.add_argument(
         "--json",
         action="store_true",
@@ -263,12 +293,8 @@ def _advice(error: PiAskError) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``pi-ask``; returns the exit status (see ``EXIT_CODES``)."""
     parser = _parser()
-    arguments = sys.argv[1:] if argv is None else list(argv)
-    if arguments and arguments[0] in ("--version", "-V"):
-        print(_version())  # computed only when asked: it imports the package
-        return EXIT_OK
     try:
-        args = parser.parse_args(arguments)
+        args = parser.parse_args(argv)
     except SystemExit as exit_:  # argparse: 0 after --help, 2 on a usage error
         code: object = exit_.code
         return code if isinstance(code, int) else EXIT_USAGE

@@ -19,9 +19,10 @@ COMMANDS = ["demo", "schema", "relay-path", "docs", "watch", "answer", "doctor"]
 
 
 def test_version_names_the_package_version(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--version"]) == 0
-    out = capsys.readouterr().out
-    assert out.startswith(f"pi-ask {pi_ask_sdk.__version__} (pi-ask-sdk; relay protocol 1;")
+    for spelling in ("--version", "-V"):
+        assert main([spelling]) == 0
+        out = capsys.readouterr().out
+        assert out.startswith(f"pi-ask {pi_ask_sdk.__version__} (pi-ask-sdk; relay protocol 1;")
     assert metadata.version("pi-ask-sdk") == pi_ask_sdk.__version__
 
 
@@ -46,7 +47,10 @@ def test_top_level_help_lists_every_command(capsys: pytest.CaptureFixture[str]) 
 
 def test_a_usage_error_is_2_and_says_what_is_wrong(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["answer", "--count", "many"]) == EXIT_USAGE
-    assert "invalid int value: 'many'" in capsys.readouterr().err
+    assert "argument --count: not a number: 'many'" in capsys.readouterr().err
+    assert main(["answer", "--count", "0"]) == EXIT_USAGE
+    assert main(["watch", "--duration", "nan"]) == EXIT_USAGE
+    assert "must be more than 0" in capsys.readouterr().err
     assert main(["answer", "--pid", "1", "--socket", "/x"]) == EXIT_USAGE
     assert main(["no-such-command"]) == EXIT_USAGE
 
