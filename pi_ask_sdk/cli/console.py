@@ -323,6 +323,8 @@ async def answer_forms(
             handled += 1
             if limit is not None and handled >= limit:
                 break
+        else:
+            write("the connection to Pi ended (Pi exited or its relay stopped)")
     finally:
         follower.cancel()
         with contextlib.suppress(asyncio.CancelledError):

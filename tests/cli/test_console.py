@@ -99,3 +99,28 @@ async def test_a_form_completed_before_its_turn_is_skipped_and_records_are_json_
     [sent, _] = fake.submits
     assert isinstance(sent, dict)
     assert json.loads(json.dumps(records[0]["response"])) == sent["response"]
+
+
+@pytest.mark.asyncio
+async def test_a_session_ending_while_asked_stops_the_questions() -> None:
+    fake = FakeHost()
+    loop = asyncio.get_running_loop()
+    told = threading.Event()
+    shown: list[str] = []
+
+    def write(text: str) -> None:
+        shown.append(text)
+        if "session ended" in text:
+            told.set()
+
+    def prompt(_: str) -> str:
+        loop.call_soon_threadsafe(fake.new_session)  # /new in Pi: the form is gone
+        assert told.wait(T), "the console did not notice the session end"
+        return "1"
+
+    async with BridgeClient(fake.transport()) as client:
+        fake.open(yes_no_params(), tool_call_id="dropped")
+        accepted = await asyncio.wait_for(answer_forms(client, prompt, write, limit=1), T)
+    assert accepted == 0
+    assert fake.submits == []
+    assert any("tool:dropped is gone: the Pi session ended" in line for line in shown)

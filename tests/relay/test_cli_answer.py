@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+from pi_ask_sdk.cli.watch import watch
 from pi_ask_sdk.testing import yes_no_params
 
 from .fake_relay import FakeRelay
@@ -100,3 +101,15 @@ async def test_several_pis_advice_names_pid_and_socket_flags(relay: FakeRelay) -
     assert f"--pid {os.getppid()} (or --socket {other.path})" in text
     assert f"--pid {os.getpid()} (or --socket {relay.path})" in text
     assert "RelayTransport" not in text
+
+
+@pytest.mark.asyncio
+async def test_watch_prints_a_hostile_form_inert(relay: FakeRelay) -> None:
+    evil = "\x1b]0;pwned\x07\x1b[2J\x9b1m\u202e"
+    relay.open_form(yes_no_params(title=f"T{evil}", prompt=f"Deploy?{evil}"), f"c{evil}")
+    lines: list[str] = []
+    await watch(lines.append, directory=relay.directory, duration=0.3, poll=0.05)
+    text = "\n".join(lines)
+    assert "Deploy?" in text
+    for bad in ("\x1b", "\x9b", "\u202e", "pwned"):
+        assert bad not in text
