@@ -72,7 +72,10 @@ class _StdinLines:
     def readline(self) -> str:
         with self._lock:
             while b"\n" not in self._buffer:
-                chunk = os.read(0, 65536)
+                try:
+                    chunk = os.read(0, 65536)
+                except OSError:  # no stdin at all (closed fd 0): nothing more will be typed
+                    chunk = b""
                 if not chunk:
                     if not self._buffer:
                         raise EOFError
