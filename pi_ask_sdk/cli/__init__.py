@@ -135,7 +135,8 @@ def _cmd_answer(args: argparse.Namespace) -> int:
     from pi_ask_sdk.client import BridgeClient
     from pi_ask_sdk.transports.relay import discover
 
-    from .console import answer_forms, prompt_stderr, prompt_stdout
+    from .console import answer_forms
+    from .prompting import prompt_stderr, prompt_stdout
     from .text import clean, echo, json_line
 
     def say(text: str) -> None:  # with --json, stdout carries only the JSON lines

@@ -1,7 +1,7 @@
 """``pi-ask doctor``: finds node, Pi and running relays, and says exactly what is wrong.
 
 Besides the relay directory this shell uses, it looks at the running Pi processes of this user
-(Linux ``/proc``: Pi names its process ``pi``): the Unix sockets each one listens on tell where
+(``processes.py``, Linux ``/proc``): the Unix sockets each one listens on tell where
 its relay really is, so a Pi whose relay listens in another directory (a different
 ``PI_ASK_RELAY_DIR``, ``XDG_RUNTIME_DIR`` or ``TMPDIR``, e.g. under ``sudo`` or a sandbox) and a
 Pi running without the relay are both named, with what to type.
@@ -17,7 +17,7 @@ import shutil
 import stat
 import subprocess
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Final, Literal
 
@@ -31,7 +31,9 @@ from pi_ask_sdk.transports.relay import (
     relay_extension_path,
 )
 
-__all__ = ["Check", "PiProcessInfo", "doctor", "find_pi_processes", "run_checks"]
+from .processes import PiProcessInfo, find_pi_processes
+
+__all__ = ["Check", "doctor", "run_checks"]
 
 Status = Literal["ok", "warn", "fail"]
 _SOCKET = re.compile(r"^pi-(\d+)\.sock$")
@@ -42,120 +44,6 @@ class Check:
     status: Status
     what: str
     detail: str
-
-
-@dataclass(frozen=True)
-class PiProcessInfo:
-    """A running Pi of this user: the relay sockets it listens on, and the relay directory its
-    environment selects (``None`` when its environment cannot be read)."""
-
-    pid: int
-    relay_sockets: tuple[Path, ...] = ()
-    relay_dir: Path | None = field(default=None)
-
-
-def _listening_unix_sockets(proc: Path) -> dict[str, Path]:
-    """Inode -> path of every listening Unix socket with a path (``/proc/net/unix``)."""
-    found: dict[str, Path] = {}
-    try:
-        lines = (proc / "net" / "unix").read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return found
-    for line in lines[1:]:
-        # Num RefCount Protocol Flags Type St Inode Path; flag 0x10000 is __SO_ACCEPTCON.
-        parts = line.split(maxsplit=7)
-        if len(parts) == 8 and int(parts[3], 16) & 0x10000:
-            found[parts[6]] = Path(parts[7])
-    return found
-
-
-def _is_pi(entry: Path) -> bool:
-    try:
-        comm = (entry / "comm").read_text(encoding="utf-8", errors="replace").strip()
-        argv = (entry / "cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    if comm == "pi" or os.path.basename(argv[0]) == b"pi":
-        return True  # Pi sets its process title to "pi"
-    return any(b"pi-coding-agent" in arg and arg.endswith(b"cli.js") for arg in argv[1:3])
-
-
-def _environment(entry: Path) -> dict[str, str] | None:
-    try:
-        raw = (entry / "environ").read_bytes()
-    except OSError:
-        return None
-    pairs = (item.split(b"=", 1) for item in raw.split(b"\0") if b"=" in item)
-    return {
-        key.decode("utf-8", "replace"): value.decode("utf-8", "replace") for key, value in pairs
-    }
-
-
-def find_pi_processes(proc: Path = Path("/proc")) -> list[PiProcessInfo] | None:
-    """This user's running Pi processes (``None`` where there is no ``/proc`` to read)."""
-    if not (proc / "self").exists():
-        return None
-    listening = _listening_unix_sockets(proc)
-    uid, me = os.getuid(), os.getpid()
-    found: list[PiProcessInfo] = []
-    for entry in proc.iterdir():
-        if not entry.name.isdigit() or int(entry.name) == me:
-            continue
-        try:
-            if entry.stat().st_uid != uid or not _is_pi(entry):
-                continue
-            links = [os.readlink(fd) for fd in (entry / "fd").iterdir()]
-        except OSError:
-            continue  # gone meanwhile, or not ours to read
-        pid = int(entry.name)
-        if not pid_alive(pid):
-            continue
-        sockets = tuple(
-            path
-            for link in links
-            if link.startswith("socket:[")
-            and (path := listening.get(link[8:-1])) is not None
-            and _SOCKET.match(path.name)
-        )
-        env = _environment(entry)
-        found.append(PiProcessInfo(pid, sockets, None if env is None else relay_dir(env)))
-    return sorted(found, key=lambda info: info.pid)
-
-
-def _process_checks(
-    directory: Path, processes: Sequence[PiProcessInfo] | None, relays_here: bool
-) -> list[Check]:
-    if processes is None:
-        return [Check("warn", "pi processes", "cannot list processes here (no /proc)")]
-    checks: list[Check] = []
-    for pi in processes:
-        elsewhere = [path for path in pi.relay_sockets if path.parent != directory]
-        if pi.relay_sockets and not elsewhere:
-            continue  # its relay is in our directory: the relay checks cover it
-        if elsewhere:
-            where = elsewhere[0]
-            checks.append(
-                Check(
-                    # With no relay here, this is why nothing is found; else only a note.
-                    "warn" if relays_here else "fail",
-                    f"pi {pi.pid}",
-                    f"relay directory mismatch: its relay listens in {where.parent}, but "
-                    f"this shell looks in {directory}. Run with PI_ASK_RELAY_DIR={where.parent}"
-                    f" or pass --socket {where}",
-                )
-            )
-            continue
-        detail = (
-            f"Pi (pid {pi.pid}) runs without the relay (it listens on no pi-*.sock socket): "
-            'start Pi with pi -e "$(pi-ask relay-path)"'
-        )
-        if pi.relay_dir is not None and pi.relay_dir != directory:
-            detail += (
-                f"; its environment selects the relay directory {pi.relay_dir}, not "
-                f"{directory}: set the same PI_ASK_RELAY_DIR for both"
-            )
-        checks.append(Check("warn", f"pi {pi.pid}", detail))
-    return checks
 
 
 def _version(command: list[str]) -> str | None:
@@ -249,6 +137,42 @@ def _socket_checks(directory: Path) -> list[Check]:
             checks.append(Check("ok", f"relay {name}", asyncio.run(_hello(path))))
         except (OSError, PiAskError, AssertionError) as error:
             checks.append(Check("fail", f"relay {name}", f"pid {pid} is alive but: {error}"))
+    return checks
+
+
+def _process_checks(
+    directory: Path, processes: Sequence[PiProcessInfo] | None, relays_here: bool
+) -> list[Check]:
+    if processes is None:
+        return [Check("warn", "pi processes", "cannot list processes here (no /proc)")]
+    checks: list[Check] = []
+    for pi in processes:
+        elsewhere = [path for path in pi.relay_sockets if path.parent != directory]
+        if pi.relay_sockets and not elsewhere:
+            continue  # its relay is in our directory: the relay checks cover it
+        if elsewhere:
+            where = elsewhere[0]
+            checks.append(
+                Check(
+                    # With no relay here, this is why nothing is found; else only a note.
+                    "warn" if relays_here else "fail",
+                    f"pi {pi.pid}",
+                    f"relay directory mismatch: its relay listens in {where.parent}, but "
+                    f"this shell looks in {directory}. Run with PI_ASK_RELAY_DIR={where.parent}"
+                    f" or pass --socket {where}",
+                )
+            )
+            continue
+        detail = (
+            f"Pi (pid {pi.pid}) runs without the relay (it listens on no pi-*.sock socket): "
+            'start Pi with pi -e "$(pi-ask relay-path)"'
+        )
+        if pi.relay_dir is not None and pi.relay_dir != directory:
+            detail += (
+                f"; its environment selects the relay directory {pi.relay_dir}, not "
+                f"{directory}: set the same PI_ASK_RELAY_DIR for both"
+            )
+        checks.append(Check("warn", f"pi {pi.pid}", detail))
     return checks
 
 

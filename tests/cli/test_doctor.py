@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pi_ask_sdk.cli.doctor import Check, PiProcessInfo, doctor, find_pi_processes, run_checks
+from pi_ask_sdk.cli.doctor import Check, doctor, run_checks
+from pi_ask_sdk.cli.processes import PiProcessInfo, find_pi_processes
 
 
 def private(path: Path) -> Path:
