@@ -15,27 +15,19 @@ from collections.abc import Sequence
 from pi_ask_core import PiAskError
 
 from .usage import (
-    EXIT_CODES,
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_RUNTIME,
     EXIT_USAGE,
+    TOP_EPILOG,
+    CommandParser,
     VersionAction,
     advice,
-    document,
     positive,
 )
 
-__all__ = [
-    "EXIT_CODES",
-    "EXIT_FAILED",
-    "EXIT_INTERRUPTED",
-    "EXIT_OK",
-    "EXIT_RUNTIME",
-    "EXIT_USAGE",
-    "main",
-]
+__all__ = ["main"]
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
@@ -48,14 +40,14 @@ def _cmd_schema(args: argparse.Namespace) -> int:
     from pi_ask_core.schema import json_schema
 
     print(json.dumps(json_schema(), indent=2))
-    return EXIT_OK
+    return 0
 
 
 def _cmd_relay_path(args: argparse.Namespace) -> int:
     from pi_ask_sdk.transports.relay import relay_extension_path
 
     print(relay_extension_path())
-    return EXIT_OK
+    return 0
 
 
 def _cmd_docs(args: argparse.Namespace) -> int:
@@ -81,17 +73,9 @@ def _cmd_answer(args: argparse.Namespace) -> int:
     from pi_ask_sdk.transports.relay import discover
 
     from .console import answer_forms
-    from .prompting import prompt_stderr, prompt_stdout
-    from .text import clean, echo, json_line
+    from .prompting import terminal
 
-    def say(text: str) -> None:  # with --json, stdout carries only the JSON lines
-        if args.json:
-            print(clean(text, multiline=True), file=sys.stderr, flush=True)
-        else:
-            echo(text)
-
-    def record(entry: dict[str, object]) -> None:
-        print(json_line(entry), flush=True)
+    prompt, say, record = terminal(as_json=args.json)
 
     async def run() -> int:
         client = BridgeClient.connect(
@@ -99,13 +83,7 @@ def _cmd_answer(args: argparse.Namespace) -> int:
         )
         async with client:
             say(f"answering forms of Pi (Ctrl-C stops); open now: {len(client.open_flows)}")
-            accepted = await answer_forms(
-                client,
-                prompt_stderr if args.json else prompt_stdout,
-                say,
-                limit=args.count,
-                record=record if args.json else None,
-            )
+            accepted = await answer_forms(client, prompt, say, limit=args.count, record=record)
         return EXIT_OK if accepted else EXIT_FAILED
 
     return asyncio.run(run())
@@ -121,9 +99,13 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="pi-ask",
         description="Bridges for Pi's ask forms: answer them with explicit option values.",
+        epilog=TOP_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("-V", "--version", action=VersionAction, help="show the version")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=CommandParser
+    )
 
     demo = commands.add_parser(
         "demo", help="an embedded host opens a form and a bridge answers it (no Pi needed)"
@@ -139,6 +121,12 @@ def _parser() -> argparse.ArgumentParser:
         "relay-path", help='print the relay extension\'s path: pi -e "$(pi-ask relay-path)"'
     )
     relay_path.set_defaults(run=_cmd_relay_path)
+
+    docs = commands.add_parser(
+        "docs", help="print a guide shipped with the package (without a name: list them)"
+    )
+    docs.add_argument("name", nargs="?", help="the guide: bridges, relay, protocol-decisions")
+    docs.set_defaults(run=_cmd_docs)
 
     watch = commands.add_parser("watch", help="print live events from every running relay")
     watch.add_argument("--json", action="store_true", help="one JSON object per line")
@@ -163,13 +151,6 @@ def _parser() -> argparse.ArgumentParser:
     )
     doctor.add_argument("--json", action="store_true", help="the checks as one JSON object")
     doctor.set_defaults(run=_cmd_doctor)
-
-    docs = commands.add_parser(
-        "docs", help="print a guide shipped with the package (without a name: list them)"
-    )
-    docs.add_argument("name", nargs="?", help="the guide: bridges, relay, protocol-decisions")
-    docs.set_defaults(run=_cmd_docs)
-    document(parser, commands.choices)  # descriptions, examples, exit statuses
     return parser
 
 

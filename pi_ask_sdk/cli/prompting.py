@@ -19,12 +19,20 @@ from pi_ask_sdk.client import BridgeClient
 from pi_ask_sdk.forms import FlowView
 from pi_ask_sdk.outcomes import BridgeEvent
 
-from .text import clean
+from .text import clean, echo, json_line
 
-__all__ = ["FormGone", "FormWatch", "in_daemon_thread", "prompt_stderr", "prompt_stdout"]
+__all__ = [
+    "FormGone",
+    "FormWatch",
+    "in_daemon_thread",
+    "prompt_stderr",
+    "prompt_stdout",
+    "terminal",
+]
 
 Prompt = Callable[[str], str]
 Write = Callable[[str], None]
+Record = Callable[[dict[str, object]], None]
 T = TypeVar("T")
 
 
@@ -166,3 +174,18 @@ class FormWatch:
             write(f"! {clean(flow.flow_id)} {self.why}; nothing sent")
             return None
         return result
+
+
+def terminal(*, as_json: bool) -> tuple[Prompt, Write, Record | None]:
+    """``pi-ask answer``'s prompt, writer and recorder. With ``as_json`` stdout carries only the
+    JSON records (one per submit); forms, messages and prompts go to stderr."""
+    if not as_json:
+        return prompt_stdout, echo, None
+
+    def say(text: str) -> None:
+        print(clean(text, multiline=True), file=sys.stderr, flush=True)
+
+    def record(entry: dict[str, object]) -> None:
+        print(json_line(entry), flush=True)
+
+    return prompt_stderr, say, record

@@ -1,6 +1,6 @@
 """How ``pi-ask`` is used: its exit statuses, what ``--help`` says beyond one line (a
-description, examples and the exit statuses, added once the parser is built: ``document``),
-argument types, and error messages that name the command's flags.
+description, examples and the exit statuses: ``CommandParser``), argument types, and error
+messages that name the command's flags.
 
 Exit statuses, the same for every subcommand: 0 done; 1 ran but nothing was accepted
 (``answer``, ``demo``) or a check failed (``doctor``); 2 usage error; 3 runtime error (no relay,
@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import textwrap
 from collections.abc import Callable, Mapping, Sequence
-from typing import Final
+from typing import Any, Final
 
 from pi_ask_core import PiAskError
 
@@ -23,9 +23,10 @@ __all__ = [
     "EXIT_OK",
     "EXIT_RUNTIME",
     "EXIT_USAGE",
+    "TOP_EPILOG",
+    "CommandParser",
     "VersionAction",
     "advice",
-    "document",
     "positive",
 ]
 
@@ -94,20 +95,25 @@ def _epilog(examples: Sequence[str]) -> str:
     return shown + EXIT_CODES
 
 
-def document(
-    parser: argparse.ArgumentParser, commands: Mapping[str, argparse.ArgumentParser]
-) -> None:
-    """Add descriptions, examples and the exit statuses to ``parser`` and its ``commands``."""
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.epilog = (
-        _epilog(_TOP_EXAMPLES) + "\n\nRun `pi-ask COMMAND --help` for its options and examples."
-    )
-    for name, command in commands.items():
+TOP_EPILOG: Final = (
+    _epilog(_TOP_EXAMPLES) + "\n\nRun `pi-ask COMMAND --help` for its options and examples."
+)
+
+
+class CommandParser(argparse.ArgumentParser):
+    """The parser of one subcommand (``add_subparsers(parser_class=...)``): its description,
+    examples and the exit statuses come from this module, for every subcommand registered."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        super().__init__(*args, **kwargs)
+        name = (self.prog or "").rsplit(" ", 1)[-1]
         description, examples = _COMMANDS.get(name, (None, ()))
-        command.formatter_class = argparse.RawDescriptionHelpFormatter
-        if description is not None:  # (a raw formatter keeps the examples' layout: wrap here)
-            command.description = textwrap.fill(description, 78)
-        command.epilog = _epilog(examples)
+        if self.description is None and description is not None:
+            # (the raw formatter keeps the examples' layout, so the text is wrapped here)
+            self.description = textwrap.fill(description, 78)
+        if self.epilog is None:
+            self.epilog = _epilog(examples)
 
 
 def positive(kind: Callable[[str], float]) -> Callable[[str], float]:

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 import pi_ask_sdk
-from pi_ask_sdk.cli import EXIT_FAILED, EXIT_RUNTIME, EXIT_USAGE, main
+from pi_ask_sdk.cli import main
+from pi_ask_sdk.cli.usage import EXIT_FAILED, EXIT_RUNTIME, EXIT_USAGE
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMANDS = ["demo", "schema", "relay-path", "docs", "watch", "answer", "doctor"]
