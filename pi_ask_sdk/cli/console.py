@@ -11,8 +11,6 @@ never taken as an answer or a cancel, and forms not answered stay open in Pi.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import functools
 from collections.abc import Callable
 
@@ -132,55 +130,55 @@ async def answer_forms(
     (``--json``). Returns how many forms were answered (accepted). ``limit`` stops after that
     many forms; end of input stops at once (nothing is sent for the form being asked).
     """
+    async with FormWatch(client) as watch:
+        return await _answer_each(client, watch, prompt, write, limit, timeout, record)
+
+
+async def _answer_each(
+    client: BridgeClient,
+    watch: FormWatch,
+    prompt: Prompt,
+    write: Write,
+    limit: int | None,
+    timeout: float,
+    record: Record | None,
+) -> int:
     handled = accepted = 0
-    watch = FormWatch(client)
-    events = client.events()
-
-    async def follow() -> None:
-        async for event in events:
-            watch.see(event)
-
-    follower = asyncio.create_task(follow())
-    try:
-        async for flow in client.flows():
-            if flow.flow_id not in client.open_flows:
-                write(f"! {clean(flow.flow_id)} completed before it was asked; skipped")
-                continue
-            write(render_flow(flow))
-            while True:
-                try:
-                    ask = functools.partial(ask_person, flow, write=write)
-                    response = await watch.ask(flow, ask, prompt, write)
-                except EOFError:
-                    write("end of input: stopped; forms not answered stay open in Pi")
-                    return accepted
-                if response is None:
-                    break
-                try:
-                    outcome = await client.respond(flow, response, timeout=timeout)
-                except BridgeError as error:
-                    write(f"! {error}")
-                    _record(record, flow, response, "error", error.code, str(error))
-                    break
-                write(render_outcome(outcome))
-                if outcome.kind == "accepted":
-                    _record(record, flow, response, "accepted", None, None)
-                    accepted += 1
-                    break
-                _record(record, flow, response, "rejected", outcome.error, outcome.message)
-                if not outcome.flow_still_open:
-                    break
-                write("the form is still open; answer it again")
-            handled += 1
-            if limit is not None and handled >= limit:
+    async for flow in client.flows():
+        if flow.flow_id not in client.open_flows:
+            write(f"! {clean(flow.flow_id)} completed before it was asked; skipped")
+            continue
+        write(render_flow(flow))
+        while True:
+            # input() blocks: ask in a daemon thread so the connection keeps being served.
+            ask = functools.partial(ask_person, flow, write=write)
+            try:
+                response = await watch.ask(flow, ask, prompt, write)
+            except EOFError:
+                write("end of input: stopped; forms not answered stay open in Pi")
+                return accepted
+            if response is None:
                 break
-        else:
-            write("the connection to Pi ended (Pi exited or its relay stopped)")
-    finally:
-        follower.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await follower
-        await events.aclose()
+            try:
+                outcome = await client.respond(flow, response, timeout=timeout)
+            except BridgeError as error:
+                write(f"! {error}")
+                _record(record, flow, response, "error", error.code, str(error))
+                break
+            write(render_outcome(outcome))
+            if outcome.kind == "accepted":
+                _record(record, flow, response, "accepted", None, None)
+                accepted += 1
+                break
+            _record(record, flow, response, "rejected", outcome.error, outcome.message)
+            if not outcome.flow_still_open:
+                break
+            write("the form is still open; answer it again")
+        handled += 1
+        if limit is not None and handled >= limit:
+            break
+    else:
+        write("the connection to Pi ended (Pi exited or its relay stopped)")
     return accepted
 
 

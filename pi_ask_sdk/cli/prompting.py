@@ -112,7 +112,8 @@ def in_daemon_thread(work: Callable[[], T]) -> asyncio.Future[T]:
 
 
 class FormWatch:
-    """Follows ``client.events()`` to learn when the form being asked stops being open."""
+    """Follows ``client.events()`` (``async with``) to learn when the form being asked stops
+    being open."""
 
     def __init__(self, client: BridgeClient) -> None:
         self._client = client
@@ -120,6 +121,23 @@ class FormWatch:
         self.why = ""
         self.stop = threading.Event()  # the form is gone; read by the prompting thread
         self.wake = asyncio.Event()  # the form is gone, or the person finished
+
+    async def __aenter__(self) -> FormWatch:
+        events = self._client.events()
+
+        async def follow() -> None:
+            async for event in events:
+                self.see(event)
+
+        self._events = events
+        self._follower = asyncio.create_task(follow())
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._follower.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._follower
+        await self._events.aclose()
 
     def begin(self, flow: FlowView) -> None:
         self.flow_id, self.why = flow.flow_id, ""
