@@ -38,12 +38,20 @@ class EventPrinter:
         self._json = as_json
 
     def message(self, channel: str, data: object, *, replay: bool = False) -> None:
-        if self._json:
-            payload = msgspec.to_builtins(data)
-            line = {"pid": self.pid, "channel": channel, "replay": replay, "data": payload}
-            self._write(json_line(line))
-            return
-        self._write(f"[pi {self.pid}] " + _describe(channel, data, replay))
+        try:
+            if self._json:
+                payload = msgspec.to_builtins(data)
+                line = {"pid": self.pid, "channel": channel, "replay": replay, "data": payload}
+                self._write(json_line(line))
+                return
+            self._write(f"[pi {self.pid}] " + _describe(channel, data, replay))
+        except (RecursionError, ValueError, TypeError) as error:
+            # A payload nested too deeply to print: say so, and keep watching.
+            why = f"payload not printable ({type(error).__name__})"
+            if self._json:
+                self._write(json_line({"pid": self.pid, "channel": channel, "error": why}))
+            else:
+                self._write(f"[pi {self.pid}] {clean(channel)}: {why}")
 
     def ended(self, reason: EndReason) -> None:
         if self._json:

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from pi_ask_sdk.cli.watch import watch
+from pi_ask_sdk.cli.watch import EventPrinter, watch
 from pi_ask_sdk.testing import yes_no_params
 
 from .fake_relay import FakeRelay
@@ -113,3 +113,17 @@ async def test_watch_prints_a_hostile_form_inert(relay: FakeRelay) -> None:
     assert "Deploy?" in text
     for bad in ("\x1b", "\x9b", "\u202e", "pwned"):
         assert bad not in text
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_watch_survives_a_payload_too_deep_to_print(as_json: bool) -> None:
+    lines: list[str] = []
+    printer = EventPrinter(4242, lines.append, as_json=as_json)
+    deep: object = []
+    for _ in range(100_000):
+        deep = [deep]
+    printer.message("pi-agent-ask:submit-result", {"deep": deep})
+    printer.message("pi-agent-ask:submit-result", {"ok": True})
+    assert len(lines) == 2
+    assert "payload not printable (RecursionError)" in lines[0]
+    assert "true" in lines[1].lower()
