@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 from collections.abc import Sequence
 
@@ -171,6 +172,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Typed errors (no relay running, unsafe socket dir, ...) are messages, not tracebacks.
         print(f"pi-ask {args.command}: {advice(error)}", file=sys.stderr)
         return EXIT_RUNTIME
+    except BrokenPipeError:
+        # The reader went away (`pi-ask schema | head`): stop quietly, like other commands.
+        # stdout is pointed at /dev/null so the interpreter's final flush cannot fail again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
     except OSError as error:  # e.g. a socket refused between discovery and connecting
         print(f"pi-ask {args.command}: {error}", file=sys.stderr)
         return EXIT_RUNTIME

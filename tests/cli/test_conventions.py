@@ -3,6 +3,8 @@ distinct exit statuses, and the guides it ships."""
 
 from __future__ import annotations
 
+import io
+import os
 import re
 import subprocess
 import sys
@@ -90,3 +92,20 @@ def test_docs_lists_and_prints_the_guides(capsys: pytest.CaptureFixture[str]) ->
     err = capsys.readouterr().err
     assert "no guide 'nope'" in err
     assert "\x1b" not in err
+
+
+def test_a_closed_pipe_ends_the_command_quietly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``pi-ask schema | head -1``: no traceback, no error message, status 0."""
+
+    class ClosedPipe(io.TextIOWrapper):
+        def write(self, text: str) -> int:
+            raise BrokenPipeError(32, "Broken pipe")
+
+    with (tmp_path / "out").open("wb") as raw:
+        monkeypatch.setattr(sys, "stdout", ClosedPipe(raw))
+        assert main(["schema"]) == 0
+        os.write(raw.fileno(), b"after")  # now /dev/null: the final flush cannot fail
+    assert (tmp_path / "out").read_bytes() == b""
+    assert capsys.readouterr().err == ""
