@@ -32,10 +32,22 @@ Write = Callable[[str], None]
 class EventPrinter:
     """A ``TransportListener`` that prints what one relay delivers."""
 
-    def __init__(self, pid: int, write: Write, *, as_json: bool) -> None:
+    def __init__(
+        self, pid: int, write: Write, *, as_json: bool, broken: asyncio.Event | None = None
+    ) -> None:
         self.pid = pid
-        self._write = write
+        self._out = write
         self._json = as_json
+        self._broken = broken
+
+    def _write(self, text: str) -> None:
+        try:
+            self._out(text)
+        except BrokenPipeError:
+            # Nobody reads any more (`pi-ask watch | head`): tell watch() to stop.
+            if self._broken is None:
+                raise
+            self._broken.set()
 
     def message(self, channel: str, data: object, *, replay: bool = False) -> None:
         try:
@@ -99,8 +111,10 @@ async def watch(
     poll: float = 1.0,
     duration: float | None = None,
 ) -> int:
-    """Print events from every relay until cancelled (or for ``duration`` seconds)."""
+    """Print events from every relay until cancelled (or for ``duration`` seconds, or until
+    the output is closed: ``BrokenPipeError``)."""
     watching: dict[Path, RelayTransport] = {}
+    broken = asyncio.Event()
     loop = asyncio.get_running_loop()
     deadline = None if duration is None else loop.time() + duration
     if not as_json:
@@ -112,7 +126,8 @@ async def watch(
                     continue
                 transport = RelayTransport(path=info.path)
                 try:
-                    await transport.open(EventPrinter(info.pid, write, as_json=as_json))
+                    printer = EventPrinter(info.pid, write, as_json=as_json, broken=broken)
+                    await transport.open(printer)
                 except (OSError, PiAskError) as error:
                     message = {"pid": info.pid, "error": f"cannot connect: {error}"}
                     write(json_line(message) if as_json else f"[pi {info.pid}] {message['error']}")
@@ -122,7 +137,11 @@ async def watch(
                 if not transport.is_connected and not path.exists():
                     del watching[path]
                     await transport.close()
-            await asyncio.sleep(poll if deadline is None else min(poll, deadline - loop.time()))
+            wait = poll if deadline is None else min(poll, deadline - loop.time())
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(broken.wait(), max(wait, 0))
+            if broken.is_set():
+                raise BrokenPipeError(32, "the output was closed")
     finally:
         for transport in watching.values():
             with contextlib.suppress(Exception):

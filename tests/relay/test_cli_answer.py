@@ -127,3 +127,17 @@ def test_watch_survives_a_payload_too_deep_to_print(as_json: bool) -> None:
     assert len(lines) == 2
     assert "payload not printable (RecursionError)" in lines[0]
     assert "true" in lines[1].lower()
+
+
+@pytest.mark.asyncio
+async def test_watch_stops_when_its_output_is_closed(relay: FakeRelay) -> None:
+    relay.open_form(yes_no_params(), "read-by-nobody")
+    lines: list[str] = []
+
+    def write(text: str) -> None:
+        if lines:
+            raise BrokenPipeError(32, "Broken pipe")
+        lines.append(text)  # the heading; the form (replayed on connect) finds the pipe closed
+
+    with pytest.raises(BrokenPipeError):
+        await asyncio.wait_for(watch(write, directory=relay.directory, duration=60), T)
