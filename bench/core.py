@@ -28,12 +28,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -42,7 +40,10 @@ from common import ROOT, THREE_ANSWERS, THREE_QUESTIONS, compare_imports
 
 from pi_ask_core import COMPLETED, STARTED, SUBMIT, SUBMIT_RESULT, FlowHost, LocalEventBus
 
-SPEC = Path(os.environ.get("PI_ASK_SPEC_DIR", ROOT.parent / "shared" / "spec")) / "examples.json"
+sys.path.insert(0, str(ROOT))  # the spec is found as the tests find it (tests/spec_examples.py)
+from tests.spec_examples import spec_dir
+
+SPEC = spec_dir() / "examples.json"
 
 RATE_TARGET = 30_000
 PEER_TARGET = 0.5

@@ -5,7 +5,13 @@
 ``await_result`` return every outcome as a value (``SubmitAccepted | SubmitRejected |
 SubmitTimedOut | SubmitLost``). ``SyncBridgeClient`` does the same for
 code that is not async. Test helpers (``FakeHost``) live in ``pi_ask_sdk.testing``.
+
+The relay's errors (``NoRelayFound``, ``AmbiguousRelay``, ``UnsafeRelayPath``,
+``RelayPathTooLong``, ``RelayConnectError``, ``RelayHandshakeError``, base ``RelayError``) are
+importable from here too; they are loaded with the relay transport on first use.
 """
+
+from typing import TYPE_CHECKING
 
 from .client import DEFAULT_TIMEOUT, BridgeClient, ClientStream
 from .errors import (
@@ -67,10 +73,44 @@ from .responses import (
 from .sync import SyncBridgeClient, SyncClientStream
 from .transports import EndReason, MemoryTransport, Transport, TransportFactory, TransportListener
 
+if TYPE_CHECKING:
+    from .transports.relay import (
+        AmbiguousRelay,
+        NoRelayFound,
+        RelayConnectError,
+        RelayError,
+        RelayHandshakeError,
+        RelayPathTooLong,
+        UnsafeRelayPath,
+    )
+
+_RELAY_ERRORS = frozenset(
+    (
+        "AmbiguousRelay",
+        "NoRelayFound",
+        "RelayConnectError",
+        "RelayError",
+        "RelayHandshakeError",
+        "RelayPathTooLong",
+        "UnsafeRelayPath",
+    )
+)
+
+
+def __getattr__(name: str) -> object:
+    # The relay errors live with the socket machinery, which is loaded only when first used.
+    if name in _RELAY_ERRORS:
+        from .transports import relay
+
+        return getattr(relay, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __version__ = "0.1.0"
 
 __all__ = [
     "DEFAULT_TIMEOUT",
+    "AmbiguousRelay",
     "Answer",
     "AnswerBuilder",
     "ApprovalMapping",
@@ -103,11 +143,16 @@ __all__ = [
     "InvalidResponse",
     "LostReason",
     "MemoryTransport",
+    "NoRelayFound",
     "OptionValue",
     "OptionView",
     "QuestionAnswer",
     "QuestionId",
     "QuestionView",
+    "RelayConnectError",
+    "RelayError",
+    "RelayHandshakeError",
+    "RelayPathTooLong",
     "Response",
     "ResponseProblem",
     "SelectOption",
@@ -127,6 +172,7 @@ __all__ = [
     "UnknownOption",
     "UnknownQuestion",
     "UnknownTicket",
+    "UnsafeRelayPath",
     "WaitTimeout",
     "__version__",
 ]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import Coroutine, Mapping
+from collections.abc import Coroutine, Iterator, Mapping
 from types import TracebackType
 from typing import Final, Generic, TypeVar
 
@@ -23,7 +23,7 @@ from .errors import ClientNotOpen, ConnectionLost, FlowAlreadyCompleted, WaitTim
 from .forms import FlowId, FlowView
 from .outcomes import BridgeEvent, SubmitLost, SubmitOutcome, SubmitTicket, SubmitTimedOut
 from .responses import Response
-from .transports.base import Transport
+from .transports.base import Transport, TransportFactory
 
 __all__ = ["SyncBridgeClient", "SyncClientStream"]
 
@@ -32,17 +32,45 @@ T = TypeVar("T")
 _GRACE: Final = 5.0
 """Extra seconds the calling thread allows the loop beyond an operation's own timeout."""
 
+_SLICE: Final = 1.0
+"""Iteration waits in slices this long, so no single cross-thread wait is unbounded."""
+
 
 class SyncClientStream(Generic[T]):
-    """A blocking view of a ``ClientStream``: ``next(timeout=...)`` returns the next item."""
+    """A blocking view of a ``ClientStream``: ``next(timeout=...)`` returns the next item, and
+    ``for item in stream:`` iterates until the stream ends (the client closed or the connection
+    was lost for good). ``idle_timeout`` (seconds) makes the iteration raise ``WaitTimeout``
+    when nothing arrives for that long; without it the loop waits for the next item as long as
+    the stream lives, in bounded slices (Ctrl-C is honoured between them)."""
 
-    def __init__(self, owner: SyncBridgeClient, stream: ClientStream[T]) -> None:
+    def __init__(
+        self, owner: SyncBridgeClient, stream: ClientStream[T], *, idle_timeout: float | None = None
+    ) -> None:
         self._owner = owner
         self._stream = stream
+        self._idle_timeout = idle_timeout
 
     def next(self, *, timeout: float) -> T:
         """The next item; ``WaitTimeout`` after ``timeout`` s, ``ConnectionLost`` once ended."""
         return self._owner._run(self._stream.next(timeout=timeout), timeout + _GRACE, "an item")
+
+    def __iter__(self) -> Iterator[T]:
+        return self
+
+    def __next__(self) -> T:
+        waited = 0.0
+        while True:
+            step = _SLICE
+            if self._idle_timeout is not None:
+                step = min(step, self._idle_timeout - waited)
+                if step <= 0:
+                    raise WaitTimeout("the next item of the stream", self._idle_timeout)
+            try:
+                return self.next(timeout=step)
+            except WaitTimeout:
+                waited += step
+            except ConnectionLost:
+                raise StopIteration from None
 
     def close(self) -> None:
         self._owner._run(self._stream.aclose(), _GRACE, "the stream to close")
@@ -69,6 +97,29 @@ class SyncBridgeClient:
         )
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
+
+    @classmethod
+    def connect(
+        cls,
+        factory: TransportFactory | None = None,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        request_id_prefix: str = "bridge",
+        completed_memory: int = 1024,
+    ) -> SyncBridgeClient:
+        """A client for a running Pi: ``with SyncBridgeClient.connect() as client:``.
+
+        Like ``BridgeClient.connect``: without ``factory`` it finds the relay of the one running
+        Pi (``pi_ask_sdk.transports.relay.discover``) and raises ``TransportUnavailable`` (e.g.
+        ``NoRelayFound``, ``AmbiguousRelay``) at once when there is none or several.
+        """
+        transport = BridgeClient.connect(factory).transport
+        return cls(
+            transport,
+            timeout=timeout,
+            request_id_prefix=request_id_prefix,
+            completed_memory=completed_memory,
+        )
 
     @property
     def client(self) -> BridgeClient:
@@ -119,17 +170,23 @@ class SyncBridgeClient:
 
         return self._run(snapshot(), self._timeout, "the open flows")
 
-    def flows(self) -> SyncClientStream[FlowView]:
+    def flows(self, *, idle_timeout: float | None = None) -> SyncClientStream[FlowView]:
+        """Started forms (open now, then new ones): ``for flow in client.flows():``."""
+
         async def make() -> ClientStream[FlowView]:
             return self._client.flows()
 
-        return SyncClientStream(self, self._run(make(), self._timeout, "a flow stream"))
+        stream = self._run(make(), self._timeout, "a flow stream")
+        return SyncClientStream(self, stream, idle_timeout=idle_timeout)
 
-    def events(self) -> SyncClientStream[BridgeEvent]:
+    def events(self, *, idle_timeout: float | None = None) -> SyncClientStream[BridgeEvent]:
+        """Every ``FlowStarted | FlowCompleted | SessionEnded``: ``for event in ...:``."""
+
         async def make() -> ClientStream[BridgeEvent]:
             return self._client.events()
 
-        return SyncClientStream(self, self._run(make(), self._timeout, "an event stream"))
+        stream = self._run(make(), self._timeout, "an event stream")
+        return SyncClientStream(self, stream, idle_timeout=idle_timeout)
 
     def submit(
         self, flow: FlowView, response: Response, *, request_id: str | None = None
@@ -187,6 +244,9 @@ class SyncBridgeClient:
                 raise
             future.cancel()
             raise WaitTimeout(what, timeout) from None
+        except KeyboardInterrupt:
+            future.cancel()  # nobody waits any more: an item must stay queued, not be taken
+            raise
 
     def _stop_loop(self) -> None:
         loop, thread = self._loop, self._thread

@@ -12,8 +12,8 @@ import pytest
 
 from pi_ask_core import CHANNELS
 from pi_ask_sdk.cli import main
-from pi_ask_sdk.console import parse_choice
-from pi_ask_sdk.demo import DEMO_FORM, run_demo
+from pi_ask_sdk.cli.console import parse_choice
+from pi_ask_sdk.cli.demo import DEMO_FORM, run_demo
 from pi_ask_sdk.forms import QuestionView
 from pi_ask_sdk.testing import FakeHost
 

@@ -1,10 +1,12 @@
-"""The README's promises: its first lines are the two commands, and its code example runs."""
+"""The README's promises: its first lines are the two commands, its code example runs, and it
+reads on PyPI (no relative links); the package metadata a registry shows is complete."""
 
 from __future__ import annotations
 
 import re
 import subprocess
 import sys
+from importlib import metadata
 from pathlib import Path
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -29,3 +31,34 @@ def test_python_example_runs_and_answers_with_a_value(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "answered ['no']"
+
+
+def test_no_link_is_relative_so_pypi_shows_no_dead_link() -> None:
+    text = README.read_text(encoding="utf-8")
+    targets = re.findall(r"\]\(([^)]*)\)", text) + re.findall(r"(?:src|href)=\"([^\"]*)\"", text)
+    assert targets, "the README links to Pi's npm page at least"
+    assert [t for t in targets if not t.startswith(("https://", "http://", "#"))] == []
+
+
+def test_every_guide_the_readme_names_is_shipped() -> None:
+    named = set(re.findall(r"`pi-ask docs ([a-z-]+)`", README.read_text(encoding="utf-8")))
+    assert named == {p.stem for p in (README.parent / "docs").glob("*.md")}
+
+
+def test_license_file_and_metadata_agree() -> None:
+    license_text = (README.parent / "LICENSE").read_text(encoding="utf-8")
+    assert license_text.startswith("MIT License")
+    meta = metadata.metadata("pi-ask-sdk")
+    assert meta["License-Expression"] == "MIT"
+    assert "LICENSE" in (meta.get_all("License-File") or [])
+
+
+def test_classifiers_name_every_python_the_matrix_tests() -> None:
+    classifiers = metadata.metadata("pi-ask-sdk").get_all("Classifier") or []
+    versions = {c.rsplit(" ", 1)[1] for c in classifiers if re.fullmatch(r".*:: 3\.\d+", c)}
+    tox = (README.parent / "tox.ini").read_text(encoding="utf-8")
+    [env_list] = re.findall(r"^env_list = (.*)$", tox, flags=re.M)
+    envs = set(re.findall(r"\bpy3(\d+)\b", env_list))
+    assert versions == {f"3.{minor}" for minor in envs} == {"3.10", "3.11", "3.12", "3.13"}
+    assert "Typing :: Typed" in classifiers
+    assert any(c.startswith("Development Status ::") for c in classifiers)

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from pi_ask_sdk import BridgeClient
-from pi_ask_sdk.console import answer_forms
+from pi_ask_sdk.cli.console import answer_forms
+from pi_ask_sdk.cli.watch import watch
 from pi_ask_sdk.transports.relay import RelayTransport
-from pi_ask_sdk.watch import watch
 
 from .fake_relay import FakeRelay
 

@@ -1,7 +1,8 @@
 """Plain-text renderings of forms, submits, acknowledgements and results for terminals.
 
 Used by the ``pi-ask`` command (demo, watch, answer). Values are always shown next to labels:
-what a bridge sends is the value.
+what a bridge sends is the value. Every piece of form text goes through ``text.clean`` (forms
+are untrusted input) and columns are aligned by display width, not by code points.
 """
 
 from __future__ import annotations
@@ -11,9 +12,10 @@ from collections.abc import Iterable
 from msgspec import UNSET
 
 from pi_ask_core import AskResult, AskResultAnswer, CancelResponse, SubmitEvent
+from pi_ask_sdk.forms import FlowView, QuestionView
+from pi_ask_sdk.outcomes import FlowCompleted, SubmitOutcome
 
-from .forms import FlowView, QuestionView
-from .outcomes import FlowCompleted, SubmitOutcome
+from .text import clean, pad, width
 
 __all__ = [
     "render_completed",
@@ -33,25 +35,28 @@ def render_question(question: QuestionView, number: int) -> list[str]:
     kind: str = question.type
     if question.requested_type != question.type:
         kind = f"{question.type}, asked as {question.requested_type}"
-    head = f"{number}. {question.label} [{question.id}, {kind}"
+    head = f"{number}. {clean(question.label)} [{clean(question.id)}, {kind}"
     head += ", required]" if question.required else "]"
-    lines = [head, f"   {question.prompt}"]
-    width = max(len(option.value) for option in question.options)
-    for option in question.options:
-        marker = f" ({option.recommended})" if option.recommended else ""
-        line = f"   {option.position}) {option.value.ljust(width)}  {option.label}{marker}"
+    lines = [head]
+    lines.extend(f"   {text}" for text in clean(question.prompt, multiline=True).split("\n"))
+    values = [clean(option.value) for option in question.options]
+    cells = max(width(value) for value in values)
+    for option, value in zip(question.options, values, strict=True):
+        marker = f" ({clean(option.recommended)})" if option.recommended else ""
+        line = f"   {option.position}) {pad(value, cells)}  {clean(option.label)}{marker}"
         if option.description:
-            line += f" - {option.description}"
+            line += f" - {clean(option.description)}"
         lines.append(line)
         if option.preview:
-            lines.extend(f"        | {text}" for text in option.preview.text.splitlines())
+            preview = clean(option.preview, multiline=True)
+            lines.extend(f"        | {text}" for text in preview.split("\n"))
     return lines
 
 
 def render_flow(flow: FlowView) -> str:
-    title = f' "{flow.title}"' if flow.title else ""
+    title = f' "{clean(flow.title)}"' if flow.title else ""
     replay = " (already open)" if flow.replay else ""
-    lines = [f"started {flow.flow_id}{title}{replay}"]
+    lines = [f"started {clean(flow.flow_id)}{title}{replay}"]
     if flow.source != "tool":
         lines[0] += f" [source {flow.source}]"
     for number, question in enumerate(flow.questions, start=1):
@@ -61,20 +66,21 @@ def render_flow(flow: FlowView) -> str:
 
 def _answer_parts(values: object, custom: object, note: object, notes: object) -> list[str]:
     parts = []
+    # repr() quotes and escapes C0 controls; clean() removes what it leaves (bidi, C1...).
     if values:
-        parts.append(f"values {values}")
+        parts.append(f"values {clean(repr(values))}")
     if custom is not UNSET and custom is not None:
-        parts.append(f"custom text {custom!r}")
+        parts.append(f"custom text {clean(repr(custom))}")
     if note is not UNSET and note is not None:
-        parts.append(f"note {note!r}")
+        parts.append(f"note {clean(repr(note))}")
     if notes:
-        parts.append(f"option notes {notes}")
+        parts.append(f"option notes {clean(repr(notes))}")
     return parts
 
 
 def render_submit(event: SubmitEvent) -> str:
     response = event.response
-    lines = [f"submit {event.request_id} -> {event.flow_id}"]
+    lines = [f"submit {clean(event.request_id)} -> {clean(event.flow_id)}"]
     if isinstance(response, CancelResponse):
         lines.append("  cancel (explicit)")
         return "\n".join(lines)
@@ -84,28 +90,31 @@ def render_submit(event: SubmitEvent) -> str:
         values = list(entry.values) if entry.values is not UNSET else []
         notes = entry.option_notes if entry.option_notes is not UNSET else {}
         parts = _answer_parts(values, entry.custom_text, entry.note, notes)
-        lines.append(f"  {qid}: " + ("; ".join(parts) if parts else "(empty)"))
+        lines.append(f"  {clean(qid)}: " + ("; ".join(parts) if parts else "(empty)"))
     return "\n".join(lines)
 
 
 def render_outcome(outcome: SubmitOutcome) -> str:
     if outcome.kind == "lost":
-        what = f"submit {outcome.ticket.request_id}" if outcome.ticket else "nothing was sent"
+        what = (
+            f"submit {clean(outcome.ticket.request_id)}" if outcome.ticket else "nothing was sent"
+        )
         seen = "; accepted, completion not seen" if outcome.acknowledged else ""
         return f"{what}: lost ({outcome.reason}{seen}): neither an answer nor a cancel"
-    request_id = outcome.ticket.request_id
+    request_id = clean(outcome.ticket.request_id)
     if outcome.kind == "accepted":
         return f"submit-result {request_id}: accepted"
     if outcome.kind == "timed_out":
         seen = "accepted, completion not seen" if outcome.acknowledged else "no submit-result"
         return f"submit {request_id}: timed out after {outcome.timeout:g} s ({seen}); fate unknown"
     still = "the form is still open" if outcome.flow_still_open else "the flow is gone"
-    return f"submit-result {request_id}: {outcome.error} ({still})\n  {outcome.message}"
+    message = clean(outcome.message, multiline=True).replace("\n", "\n  ")
+    return f"submit-result {request_id}: {outcome.error} ({still})\n  {message}"
 
 
 def _render_answer(qid: str, answer: AskResultAnswer) -> str:
     chosen = [
-        f"{label} ({value}, #{index})"
+        f"{clean(label)} ({clean(value)}, #{index})"
         for value, label, index in zip(answer.values, answer.labels, answer.indices, strict=False)
     ]
     parts = [", ".join(chosen)] if chosen else []
@@ -115,7 +124,7 @@ def _render_answer(qid: str, answer: AskResultAnswer) -> str:
         answer.note,
         answer.option_notes if answer.option_notes is not UNSET else None,
     )
-    return f"  {qid}: " + ("; ".join(parts) if parts else "(no answer)")
+    return f"  {clean(qid)}: " + ("; ".join(parts) if parts else "(no answer)")
 
 
 def render_result(result: AskResult) -> str:
@@ -130,6 +139,6 @@ def render_result(result: AskResult) -> str:
 
 
 def render_completed(event: FlowCompleted) -> str:
-    return f"completed {event.flow_id}\n" + "\n".join(
+    return f"completed {clean(event.flow_id)}\n" + "\n".join(
         _indent(render_result(event.result).split("\n"))
     )

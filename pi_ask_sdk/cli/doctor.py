@@ -1,21 +1,28 @@
-"""``pi-ask doctor``: finds node, Pi and running relays, and says exactly what is wrong."""
+"""``pi-ask doctor``: finds node, Pi and running relays, and says exactly what is wrong.
+
+Besides the relay directory this shell uses, it looks at the running Pi processes of this user
+(``processes.py``, Linux ``/proc``): the Unix sockets each one listens on tell where
+its relay really is, so a Pi whose relay listens in another directory (a different
+``PI_ASK_RELAY_DIR``, ``XDG_RUNTIME_DIR`` or ``TMPDIR``, e.g. under ``sudo`` or a sandbox) and a
+Pi running without the relay are both named, with what to type.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import shutil
 import stat
 import subprocess
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Final, Literal
 
 from pi_ask_core import PiAskError
-
-from .transports.relay import (
+from pi_ask_sdk.transports.relay import (
     RelayTransport,
     check_relay_dir,
     check_relay_socket,
@@ -24,7 +31,9 @@ from .transports.relay import (
     relay_extension_path,
 )
 
-__all__ = ["Check", "run_checks"]
+from .processes import PiProcessInfo, find_pi_processes
+
+__all__ = ["Check", "doctor", "run_checks"]
 
 Status = Literal["ok", "warn", "fail"]
 _SOCKET = re.compile(r"^pi-(\d+)\.sock$")
@@ -131,8 +140,55 @@ def _socket_checks(directory: Path) -> list[Check]:
     return checks
 
 
-def run_checks(directory: Path | None = None) -> list[Check]:
-    """Every check, in the order a person fixes things."""
+def _process_checks(
+    directory: Path, processes: Sequence[PiProcessInfo] | None, relays_here: bool
+) -> list[Check]:
+    if processes is None:
+        return [Check("warn", "pi processes", "cannot list processes here (no /proc)")]
+    checks: list[Check] = []
+    for pi in processes:
+        elsewhere = [path for path in pi.relay_sockets if path.parent != directory]
+        if pi.relay_sockets and not elsewhere:
+            continue  # its relay is in our directory: the relay checks cover it
+        if elsewhere:
+            where = elsewhere[0]
+            checks.append(
+                Check(
+                    # With no relay here, this is why nothing is found; else only a note.
+                    "warn" if relays_here else "fail",
+                    f"pi {pi.pid}",
+                    f"relay directory mismatch: its relay listens in {where.parent}, but "
+                    f"this shell looks in {directory}. Run with PI_ASK_RELAY_DIR={where.parent}"
+                    f" or pass --socket {where}",
+                )
+            )
+            continue
+        detail = (
+            f"Pi (pid {pi.pid}) runs without the relay (it listens on no pi-*.sock socket): "
+            'start Pi with pi -e "$(pi-ask relay-path)"'
+        )
+        if pi.relay_dir is not None and pi.relay_dir != directory:
+            detail += (
+                f"; its environment selects the relay directory {pi.relay_dir}, not "
+                f"{directory}: set the same PI_ASK_RELAY_DIR for both"
+            )
+        checks.append(Check("warn", f"pi {pi.pid}", detail))
+    return checks
+
+
+_NOT_LISTED: Final[list[PiProcessInfo]] = []
+
+
+def run_checks(
+    directory: Path | None = None, processes: Sequence[PiProcessInfo] | None = _NOT_LISTED
+) -> list[Check]:
+    """Every check, in the order a person fixes things.
+
+    ``processes`` are the running Pis (``find_pi_processes()`` when not given; ``None`` means
+    they cannot be listed).
+    """
+    if processes is _NOT_LISTED:
+        processes = find_pi_processes()
     checks = _node_checks()
     checks.append(_relay_extension_check())
     directory = relay_dir() if directory is None else directory
@@ -146,21 +202,37 @@ def run_checks(directory: Path | None = None) -> list[Check]:
                 f"{directory} does not exist yet (the relay creates it, mode 0700)",
             )
         )
-        return checks
+        return checks + _process_checks(directory, processes, relays_here=False)
     except PiAskError as error:
         checks.append(Check("fail", "relay directory", str(error)))
-        return checks
+        return checks + _process_checks(directory, processes, relays_here=False)
     mode = stat.S_IMODE(os.stat(directory).st_mode)
     checks.append(Check("ok", "relay directory", f"{directory} (mode {mode:o}, yours)"))
-    checks.extend(_socket_checks(directory))
-    return checks
+    relay_checks = _socket_checks(directory)
+    relays_here = any(check.status == "ok" for check in relay_checks)
+    return checks + relay_checks + _process_checks(directory, processes, relays_here)
 
 
-def doctor(write: Callable[[str], None] = print, directory: Path | None = None) -> int:
-    """Print the checks; exit status 1 when any failed."""
-    checks = run_checks(directory)
-    for check in checks:
-        write(f"[{check.status:>4}] {check.what}: {check.detail}")
+def doctor(
+    write: Callable[[str], None] = print,
+    directory: Path | None = None,
+    *,
+    as_json: bool = False,
+    processes: Sequence[PiProcessInfo] | None = _NOT_LISTED,
+) -> int:
+    """Print the checks (one JSON object with ``as_json``); exit status 1 when any failed."""
+    directory = relay_dir() if directory is None else directory
+    checks = run_checks(directory, processes)
     failed = sum(check.status == "fail" for check in checks)
-    write("all good" if not failed else f"{failed} problem(s) found")
+    if as_json:
+        report = {
+            "ok": not failed,
+            "relayDir": str(directory),
+            "checks": [asdict(check) for check in checks],
+        }
+        write(json.dumps(report, indent=2))
+    else:
+        for check in checks:
+            write(f"[{check.status:>4}] {check.what}: {check.detail}")
+        write("all good" if not failed else f"{failed} problem(s) found")
     return 1 if failed else 0

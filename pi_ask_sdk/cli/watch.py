@@ -16,12 +16,13 @@ from typing import TypeVar
 import msgspec
 
 from pi_ask_core import COMPLETED, STARTED, CompletedEvent, PiAskError, StartedEvent
+from pi_ask_sdk.forms import FlowId, FlowView
+from pi_ask_sdk.outcomes import FlowCompleted
+from pi_ask_sdk.transports.base import EndReason
+from pi_ask_sdk.transports.relay import RelayTransport, discover_relays
 
-from .forms import FlowId, FlowView
-from .outcomes import FlowCompleted
 from .render import render_completed, render_flow
-from .transports.base import EndReason
-from .transports.relay import RelayTransport, discover_relays
+from .text import clean, echo, json_line
 
 __all__ = ["EventPrinter", "watch"]
 
@@ -31,18 +32,38 @@ Write = Callable[[str], None]
 class EventPrinter:
     """A ``TransportListener`` that prints what one relay delivers."""
 
-    def __init__(self, pid: int, write: Write, *, as_json: bool) -> None:
+    def __init__(
+        self, pid: int, write: Write, *, as_json: bool, broken: asyncio.Event | None = None
+    ) -> None:
         self.pid = pid
-        self._write = write
+        self._out = write
         self._json = as_json
+        self._broken = broken
+
+    def _write(self, text: str) -> None:
+        try:
+            self._out(text)
+        except BrokenPipeError:
+            # Nobody reads any more (`pi-ask watch | head`): tell watch() to stop.
+            if self._broken is None:
+                raise
+            self._broken.set()
 
     def message(self, channel: str, data: object, *, replay: bool = False) -> None:
-        if self._json:
-            payload = msgspec.to_builtins(data)
-            line = {"pid": self.pid, "channel": channel, "replay": replay, "data": payload}
-            self._write(json.dumps(line, ensure_ascii=False))
-            return
-        self._write(f"[pi {self.pid}] " + _describe(channel, data, replay))
+        try:
+            if self._json:
+                payload = msgspec.to_builtins(data)
+                line = {"pid": self.pid, "channel": channel, "replay": replay, "data": payload}
+                self._write(json_line(line))
+                return
+            self._write(f"[pi {self.pid}] " + _describe(channel, data, replay))
+        except (RecursionError, ValueError, TypeError) as error:
+            # A payload nested too deeply to print: say so, and keep watching.
+            why = f"payload not printable ({type(error).__name__})"
+            if self._json:
+                self._write(json_line({"pid": self.pid, "channel": channel, "error": why}))
+            else:
+                self._write(f"[pi {self.pid}] {clean(channel)}: {why}")
 
     def ended(self, reason: EndReason) -> None:
         if self._json:
@@ -78,20 +99,22 @@ def _describe(channel: str, data: object, replay: bool) -> str:
                 )
             )
     except msgspec.ValidationError as error:
-        return f"{channel}: malformed payload ({error})"
-    return f"{channel}: {json.dumps(msgspec.to_builtins(data), ensure_ascii=False)}"
+        return f"{clean(channel)}: malformed payload ({clean(str(error))})"
+    return f"{clean(channel)}: {clean(json_line(msgspec.to_builtins(data)))}"
 
 
 async def watch(
-    write: Write = print,
+    write: Write = echo,
     *,
     as_json: bool = False,
     directory: Path | None = None,
     poll: float = 1.0,
     duration: float | None = None,
 ) -> int:
-    """Print events from every relay until cancelled (or for ``duration`` seconds)."""
+    """Print events from every relay until cancelled (or for ``duration`` seconds, or until
+    the output is closed: ``BrokenPipeError``)."""
     watching: dict[Path, RelayTransport] = {}
+    broken = asyncio.Event()
     loop = asyncio.get_running_loop()
     deadline = None if duration is None else loop.time() + duration
     if not as_json:
@@ -103,16 +126,22 @@ async def watch(
                     continue
                 transport = RelayTransport(path=info.path, foreign_results=True)
                 try:
-                    await transport.open(EventPrinter(info.pid, write, as_json=as_json))
+                    printer = EventPrinter(info.pid, write, as_json=as_json, broken=broken)
+                    await transport.open(printer)
                 except (OSError, PiAskError) as error:
-                    write(f"[pi {info.pid}] cannot connect: {error}")
+                    message = {"pid": info.pid, "error": f"cannot connect: {error}"}
+                    write(json_line(message) if as_json else f"[pi {info.pid}] {message['error']}")
                     continue
                 watching[info.path] = transport
             for path, transport in list(watching.items()):
                 if not transport.is_connected and not path.exists():
                     del watching[path]
                     await transport.close()
-            await asyncio.sleep(poll if deadline is None else min(poll, deadline - loop.time()))
+            wait = poll if deadline is None else min(poll, deadline - loop.time())
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(broken.wait(), max(wait, 0))
+            if broken.is_set():
+                raise BrokenPipeError(32, "the output was closed")
     finally:
         for transport in watching.values():
             with contextlib.suppress(Exception):

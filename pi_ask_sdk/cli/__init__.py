@@ -1,6 +1,7 @@
 """The ``pi-ask`` command: ``demo | watch | answer | relay-path | schema | doctor``.
 
 Each subcommand imports what it needs when it runs, so ``pi-ask --help`` stays fast.
+``docs`` prints the guides; help texts and exit statuses are in ``usage.py``.
 """
 
 from __future__ import annotations
@@ -8,10 +9,24 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 from collections.abc import Sequence
 
 from pi_ask_core import PiAskError
+
+from .usage import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_RUNTIME,
+    EXIT_USAGE,
+    TOP_EPILOG,
+    CommandParser,
+    VersionAction,
+    advice,
+    positive,
+)
 
 __all__ = ["main"]
 
@@ -30,14 +45,14 @@ def _cmd_schema(args: argparse.Namespace) -> int:
 
 
 def _cmd_relay_path(args: argparse.Namespace) -> int:
-    from .transports.relay import relay_extension_path
+    from pi_ask_sdk.transports.relay import relay_extension_path
 
     print(relay_extension_path())
     return 0
 
 
 def _cmd_standin_path(args: argparse.Namespace) -> int:
-    from .standin import standin_extension_path
+    from pi_ask_sdk.standin import standin_extension_path
 
     print(standin_extension_path())
     return 0
@@ -47,6 +62,12 @@ def _cmd_try(args: argparse.Namespace) -> int:
     from .trying import run
 
     return run(args.form, args.count, args.flavour, args.host)
+
+
+def _cmd_docs(args: argparse.Namespace) -> int:
+    from .docs import show_guide
+
+    return show_guide(args.name)
 
 
 def _relay_args(parser: argparse.ArgumentParser) -> None:
@@ -62,18 +83,22 @@ def _cmd_watch(args: argparse.Namespace) -> int:
 
 
 def _cmd_answer(args: argparse.Namespace) -> int:
-    from .client import BridgeClient
+    from pi_ask_sdk.client import BridgeClient
+    from pi_ask_sdk.transports.relay import discover
+
     from .console import answer_forms
-    from .transports.relay import discover
+    from .prompting import terminal
+
+    prompt, say, record = terminal(as_json=args.json)
 
     async def run() -> int:
         client = BridgeClient.connect(
             lambda: discover(pid=args.pid, path=args.socket), request_id_prefix="pi-ask-answer"
         )
         async with client:
-            print(f"answering forms of Pi (Ctrl-C stops); open now: {len(client.open_flows)}")
-            await answer_forms(client, limit=args.count)
-        return 0
+            say(f"answering forms of Pi (Ctrl-C stops); open now: {len(client.open_flows)}")
+            accepted = await answer_forms(client, prompt, say, limit=args.count, record=record)
+        return EXIT_OK if accepted else EXIT_FAILED
 
     return asyncio.run(run())
 
@@ -81,15 +106,20 @@ def _cmd_answer(args: argparse.Namespace) -> int:
 def _cmd_doctor(args: argparse.Namespace) -> int:
     from .doctor import doctor
 
-    return doctor()
+    return doctor(as_json=args.json)
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="pi-ask",
         description="Bridges for Pi's ask forms: answer them with explicit option values.",
+        epilog=TOP_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parser.add_argument("-V", "--version", action=VersionAction, help="show the version")
+    commands = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=CommandParser
+    )
 
     demo = commands.add_parser(
         "demo", help="an embedded host opens a form and a bridge answers it (no Pi needed)"
@@ -106,21 +136,34 @@ def _parser() -> argparse.ArgumentParser:
     )
     relay_path.set_defaults(run=_cmd_relay_path)
 
+    docs = commands.add_parser(
+        "docs", help="print a guide shipped with the package (without a name: list them)"
+    )
+    docs.add_argument("name", nargs="?", help="the guide: bridges, relay, protocol-decisions")
+    docs.set_defaults(run=_cmd_docs)
+
     watch = commands.add_parser("watch", help="print live events from every running relay")
     watch.add_argument("--json", action="store_true", help="one JSON object per line")
-    watch.add_argument("--duration", type=float, help="stop after this many seconds")
+    watch.add_argument("--duration", type=positive(float), help="stop after this many seconds")
     watch.set_defaults(run=_cmd_watch)
 
     answer = commands.add_parser(
         "answer", help="answer a running Pi's forms in this terminal, with explicit values"
     )
     _relay_args(answer)
-    answer.add_argument("--count", type=int, help="stop after this many forms")
+    answer.add_argument("--count", type=positive(int), help="stop after this many forms")
+    answer.add_argument(
+        "--json",
+        action="store_true",
+        help="one JSON object per submit on stdout (flowId, outcome, error, response); "
+        "forms and prompts go to stderr",
+    )
     answer.set_defaults(run=_cmd_answer)
 
     doctor = commands.add_parser(
         "doctor", help="check node, Pi, the relay extension, relay directory and sockets"
     )
+    doctor.add_argument("--json", action="store_true", help="the checks as one JSON object")
     doctor.set_defaults(run=_cmd_doctor)
 
     standin_path = commands.add_parser(
@@ -139,17 +182,29 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    """Run ``pi-ask``; returns the exit status (see ``EXIT_CODES``)."""
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:  # argparse: 0 after --help, 2 on a usage error
+        code: object = exit_.code
+        return code if isinstance(code, int) else EXIT_USAGE
     try:
         status: int = args.run(args)
     except KeyboardInterrupt:
-        return 130
+        print(f"\npi-ask {args.command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except PiAskError as error:
         # Typed errors (no relay running, unsafe socket dir, ...) are messages, not tracebacks.
+        print(f"pi-ask {args.command}: {advice(error)}", file=sys.stderr)
+        return EXIT_RUNTIME
+    except BrokenPipeError:
+        # The reader went away (`pi-ask schema | head`): stop quietly, like other commands.
+        # stdout is pointed at /dev/null so the interpreter's final flush cannot fail again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
+    except OSError as error:  # e.g. a socket refused between discovery and connecting
         print(f"pi-ask {args.command}: {error}", file=sys.stderr)
-        return 2
+        return EXIT_RUNTIME
     return status
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -7,21 +7,21 @@ bridge's policy names explicit option values; ``--interactive`` asks the person 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Final
 
 import msgspec
 
 from pi_ask_core import CHANNELS, FlowHost, LocalEventBus, SubmitEvent
+from pi_ask_sdk.client import BridgeClient
+from pi_ask_sdk.errors import BridgeError
+from pi_ask_sdk.forms import FlowView
+from pi_ask_sdk.responses import AnswerBuilder, Response
+from pi_ask_sdk.transports import MemoryTransport
 
-from .client import BridgeClient
 from .console import ask_person
-from .errors import BridgeError
-from .forms import FlowView
 from .render import render_completed, render_flow, render_outcome, render_result, render_submit
-from .responses import AnswerBuilder, Response
-from .transports import MemoryTransport
+from .text import echo, json_line
 
 __all__ = ["DEMO_FORM", "demo_policy", "run_demo"]
 
@@ -101,13 +101,14 @@ def demo_policy(flow: FlowView) -> Response:
 
 async def run_demo(
     *,
-    write: Write = print,
+    write: Write = echo,
     interactive: bool = False,
     as_json: bool = False,
     prompt: Callable[[str], str] = input,
     timeout: float = 5.0,
 ) -> int:
-    """Run the demo; returns the process exit status (0 when the form completed)."""
+    """Run the demo; returns the process exit status: 0 when the bridge's response was
+    accepted, 1 when it was not (or end of input stopped ``--interactive``)."""
     bus = LocalEventBus()
     if as_json:
         # Subscribed before the host, so a submit is printed before what it causes.
@@ -127,7 +128,11 @@ async def run_demo(
                 flow.question("deploy").value("Deploy now")
             except BridgeError as error:
                 say(f"(refused locally, nothing sent: {error})\n")
-        response = ask_person(flow, prompt, write) if interactive else demo_policy(flow)
+        try:
+            response = ask_person(flow, prompt, write) if interactive else demo_policy(flow)
+        except EOFError:
+            write("end of input: nothing sent")
+            return 1
         ticket = await client.submit(flow, response)
         say(
             render_submit(
@@ -148,6 +153,6 @@ async def run_demo(
 def _json_printer(channel: str, write: Write) -> Callable[[object], None]:
     def emit(data: object) -> None:
         payload = msgspec.to_builtins(data)
-        write(json.dumps({"channel": channel, "data": payload}, ensure_ascii=False))
+        write(json_line({"channel": channel, "data": payload}))
 
     return emit

@@ -17,8 +17,17 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TextIO
 
+from pi_ask_sdk.realpi import (
+    Flavour,
+    PiFailed,
+    PiNotInstalled,
+    PiProcess,
+    install_pi,
+    locate_pi,
+    running_pi,
+)
+
 from .demo import DEMO_FORM
-from .realpi import Flavour, PiFailed, PiNotInstalled, PiProcess, install_pi, locate_pi, running_pi
 
 __all__ = ["load_form", "run", "try_pi"]
 
@@ -63,7 +72,7 @@ def try_pi(
     on_ready: Callable[[PiProcess], None] | None = None,
 ) -> int:
     """Run ``pi-ask try``; returns the exit status (0 once ``count`` forms completed)."""
-    from .transports.relay import relay_dir
+    from pi_ask_sdk.transports.relay import relay_dir
 
     say: Callable[[str], None] = lambda text: print(text, file=out, flush=True)  # noqa: E731
     if install:

@@ -4,23 +4,32 @@ The terminal policy: an option is chosen by its number or by its exact value; bo
 into the option's value by this code. Typing a label is refused with a hint (labels are for
 reading, never sent). Free text is custom text only where the person says so (``+text``).
 Cancelling is its own explicit command, never inferred from what was typed.
+
+``pi-ask answer`` asks in a daemon thread (``prompting.py``): Ctrl-C and end of input are
+never taken as an answer or a cancel, and forms not answered stay open in Pi.
 """
 
 from __future__ import annotations
 
-import asyncio
+import functools
 from collections.abc import Callable
 
-from .client import BridgeClient
-from .errors import BridgeError
-from .forms import FlowView, OptionValue, QuestionView
+import msgspec
+
+from pi_ask_sdk.client import BridgeClient
+from pi_ask_sdk.errors import BridgeError
+from pi_ask_sdk.forms import FlowView, OptionValue, QuestionView
+from pi_ask_sdk.responses import AnswerBuilder, Cancel, Response
+
+from .prompting import FormWatch, prompt_stdout
 from .render import render_flow, render_outcome, render_question
-from .responses import AnswerBuilder, Cancel, Response
+from .text import clean, echo
 
 __all__ = ["CancelRequested", "answer_forms", "ask_person", "parse_choice"]
 
 Prompt = Callable[[str], str]
 Write = Callable[[str], None]
+Record = Callable[[dict[str, object]], None]
 
 
 class CancelRequested(Exception):
@@ -63,8 +72,9 @@ def _ask_question(
 ) -> None:
     write("\n".join(render_question(question, number)))
     how = "numbers or values, comma-separated" if question.multi else "a number or a value"
+    qid = clean(question.id)
     while True:
-        text = prompt(f"  {question.id}> choose {how}; +text for custom text; Enter to skip: ")
+        text = prompt(f"  {qid}> choose {how}; +text for custom text; Enter to skip: ")
         if text.strip() == "!cancel":
             raise CancelRequested
         try:
@@ -76,15 +86,16 @@ def _ask_question(
             write(f"  ! {error}")
             continue
         break
-    note = prompt(f"  {question.id}> note (Enter for none): ")
+    note = prompt(f"  {qid}> note (Enter for none): ")
     if note.strip():
         builder.note(question, note)
 
 
-def ask_person(flow: FlowView, prompt: Prompt = input, write: Write = print) -> Response:
+def ask_person(flow: FlowView, prompt: Prompt = input, write: Write = echo) -> Response:
     """Walk the person through ``flow`` and return what they chose, as values.
 
-    ``!cancel`` at any prompt, or ``c`` at the end, returns an explicit ``Cancel``.
+    ``!cancel`` at any prompt, or ``c`` at the end, returns an explicit ``Cancel``. End of input
+    raises ``EOFError`` (never a cancel); ``FormGone`` from ``prompt`` passes through.
     """
     builder = AnswerBuilder(flow)
     try:
@@ -105,36 +116,88 @@ def ask_person(flow: FlowView, prompt: Prompt = input, write: Write = print) -> 
 
 async def answer_forms(
     client: BridgeClient,
-    prompt: Prompt = input,
-    write: Write = print,
+    prompt: Prompt = prompt_stdout,
+    write: Write = echo,
     *,
     limit: int | None = None,
     timeout: float = 30.0,
+    record: Record | None = None,
 ) -> int:
     """``pi-ask answer``: ask the person for each form as it opens and submit their choice.
 
-    A form the host refuses as ``invalid_answer`` is still open and is asked again. Returns how
-    many forms were answered (accepted). ``limit`` stops after that many forms.
+    A form the host refuses as ``invalid_answer`` is still open and is asked again; a form that
+    completes before or while it is asked is skipped. ``record`` receives one dict per submit
+    (``--json``). Returns how many forms were answered (accepted). ``limit`` stops after that
+    many forms; end of input stops at once (nothing is sent for the form being asked).
     """
+    async with FormWatch(client) as watch:
+        return await _answer_each(client, watch, prompt, write, limit, timeout, record)
+
+
+async def _answer_each(
+    client: BridgeClient,
+    watch: FormWatch,
+    prompt: Prompt,
+    write: Write,
+    limit: int | None,
+    timeout: float,
+    record: Record | None,
+) -> int:
     handled = accepted = 0
     async for flow in client.flows():
+        if flow.flow_id not in client.open_flows:
+            write(f"! {clean(flow.flow_id)} completed before it was asked; skipped")
+            continue
         write(render_flow(flow))
         while True:
-            # input() blocks: ask in a worker thread so the connection keeps being served.
-            response = await asyncio.to_thread(ask_person, flow, prompt, write)
+            # input() blocks: ask in a daemon thread so the connection keeps being served.
+            ask = functools.partial(ask_person, flow, write=write)
+            try:
+                response = await watch.ask(flow, ask, prompt, write)
+            except EOFError:
+                write("end of input: stopped; forms not answered stay open in Pi")
+                return accepted
+            if response is None:
+                break
             try:
                 outcome = await client.respond(flow, response, timeout=timeout)
             except BridgeError as error:
                 write(f"! {error}")
+                _record(record, flow, response, "error", error.code, str(error))
                 break
             write(render_outcome(outcome))
             if outcome.kind == "accepted":
+                _record(record, flow, response, "accepted", None, None)
                 accepted += 1
                 break
+            if outcome.kind == "rejected":
+                _record(record, flow, response, "rejected", outcome.error, outcome.message)
+            else:
+                _record(record, flow, response, outcome.kind, outcome.kind, render_outcome(outcome))
             if outcome.kind != "rejected" or not outcome.flow_still_open:
                 break
             write("the form is still open; answer it again")
         handled += 1
         if limit is not None and handled >= limit:
             break
+    else:
+        write("the connection to Pi ended (Pi exited or its relay stopped)")
     return accepted
+
+
+def _record(
+    record: Record | None,
+    flow: FlowView,
+    response: Response,
+    outcome: str,
+    error: str | None,
+    message: str | None,
+) -> None:
+    if record is None:
+        return
+    entry: dict[str, object] = {"flowId": flow.flow_id, "outcome": outcome}
+    if error is not None:
+        entry["error"] = error
+        entry["message"] = message
+    entry["response"] = msgspec.to_builtins(response.to_wire())
+    record(entry)

@@ -1,0 +1,166 @@
+"""How ``pi-ask`` is used: its exit statuses, what ``--help`` says beyond one line (a
+description, examples and the exit statuses: ``CommandParser``), argument types, and error
+messages that name the command's flags.
+
+Exit statuses, the same for every subcommand: 0 done; 1 ran but nothing was accepted
+(``answer``, ``demo``) or a check failed (``doctor``); 2 usage error; 3 runtime error (no relay,
+several Pis and none chosen, unsafe relay path, lost connection); 130 interrupted (Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import argparse
+import textwrap
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final
+
+from pi_ask_core import PiAskError
+
+__all__ = [
+    "EXIT_CODES",
+    "EXIT_FAILED",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_RUNTIME",
+    "EXIT_USAGE",
+    "TOP_EPILOG",
+    "CommandParser",
+    "VersionAction",
+    "advice",
+    "positive",
+]
+
+EXIT_OK: Final = 0
+EXIT_FAILED: Final = 1
+"""Ran, but nothing was accepted (``answer``, ``demo``) or a check failed (``doctor``)."""
+EXIT_USAGE: Final = 2
+EXIT_RUNTIME: Final = 3
+EXIT_INTERRUPTED: Final = 130
+
+EXIT_CODES: Final = """\
+exit status:
+  0    done
+  1    ran, but nothing was accepted (answer, demo) or a check failed (doctor)
+  2    usage error (bad arguments)
+  3    runtime error: no relay found, several Pis and none chosen, unsafe relay path,
+       connection lost
+  130  interrupted (Ctrl-C)"""
+
+_TOP_EXAMPLES: Final = (
+    "pi-ask demo                      # a bridge answers a form, no Pi needed",
+    'pi -e "$(pi-ask relay-path)"     # start Pi with the relay',
+    "pi-ask doctor                    # check node, Pi, the relay and its directory",
+    "pi-ask answer                    # answer a running Pi's forms here",
+    "pi-ask docs relay                # the guide to reaching a real Pi",
+)
+
+# command -> (description or None for the one-line help, examples)
+_COMMANDS: Final[Mapping[str, tuple[str | None, tuple[str, ...]]]] = {
+    "demo": (
+        "An embedded host (pi_ask_core.FlowHost) opens a release form and a BridgeClient "
+        "answers it with explicit option values, all in this process.",
+        ("pi-ask demo", "pi-ask demo --json | jq .channel", "pi-ask demo --interactive"),
+    ),
+    "schema": (None, ("pi-ask schema > pi-ask-schema.json",)),
+    "relay-path": (None, ('pi -e "$(pi-ask relay-path)" -e /path/to/pi-agent-ask',)),
+    "docs": (None, ("pi-ask docs", "pi-ask docs bridges | less", "pi-ask docs relay")),
+    "watch": (
+        "Print the forms, completions and acknowledgements of every Pi whose relay listens in "
+        "the relay directory (PI_ASK_RELAY_DIR). Watching sends nothing.",
+        ("pi-ask watch", "pi-ask watch --json --duration 60 > events.jsonl"),
+    ),
+    "answer": (
+        "Show each form of a running Pi and send what you choose: an option is picked by its "
+        "number or its exact value (never its label); +text adds custom text; !cancel cancels "
+        "the form explicitly. Forms you do not answer stay open in Pi; a form answered "
+        "elsewhere meanwhile is not asked further. Exit status 1 when no form was accepted.",
+        (
+            "pi-ask answer",
+            "pi-ask answer --pid 12345 --count 1",
+            "pi-ask answer --socket /run/user/1000/pi-ask/pi-12345.sock",
+            "pi-ask answer --json > answers.jsonl    # prompts on stderr",
+        ),
+    ),
+    "doctor": (
+        "Check node, Pi, the relay extension, the relay directory and every relay socket in "
+        "it; find running Pis whose relay listens in another directory, and Pis running "
+        "without the relay.",
+        ("pi-ask doctor", "pi-ask doctor --json | jq '.checks[]'"),
+    ),
+}
+
+
+def _epilog(examples: Sequence[str]) -> str:
+    shown = "examples:\n" + "\n".join(f"  {line}" for line in examples) + "\n\n" if examples else ""
+    return shown + EXIT_CODES
+
+
+TOP_EPILOG: Final = (
+    _epilog(_TOP_EXAMPLES) + "\n\nRun `pi-ask COMMAND --help` for its options and examples."
+)
+
+
+class CommandParser(argparse.ArgumentParser):
+    """The parser of one subcommand (``add_subparsers(parser_class=...)``): its description,
+    examples and the exit statuses come from this module, for every subcommand registered."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        super().__init__(*args, **kwargs)
+        name = (self.prog or "").rsplit(" ", 1)[-1]
+        description, examples = _COMMANDS.get(name, (None, ()))
+        if self.description is None and description is not None:
+            # (the raw formatter keeps the examples' layout, so the text is wrapped here)
+            self.description = textwrap.fill(description, 78)
+        if self.epilog is None:
+            self.epilog = _epilog(examples)
+
+
+def positive(kind: Callable[[str], float]) -> Callable[[str], float]:
+    """An argparse ``type``: a number above 0 (a usage error otherwise)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not value > 0:  # (also refuses nan)
+            raise argparse.ArgumentTypeError(f"must be more than 0, not {text}")
+        return value
+
+    return parse
+
+
+class VersionAction(argparse.Action):
+    """``--version``: the text is computed only when asked (it imports the package)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        import platform
+
+        from pi_ask_sdk import __version__
+        from pi_ask_sdk.transports.relay import PROTOCOL
+
+        print(
+            f"pi-ask {__version__} (pi-ask-sdk; relay protocol {PROTOCOL}; "
+            f"Python {platform.python_version()})"
+        )
+        parser.exit()
+
+
+def advice(error: PiAskError) -> str:
+    """The error's message, with what to type on the command line where it names Python."""
+    from pi_ask_sdk.transports.relay import AmbiguousRelay
+
+    if isinstance(error, AmbiguousRelay):
+        choices = "; ".join(f"--pid {info.pid} (or --socket {info.path})" for info in error.relays)
+        return f"{len(error.relays)} Pi processes run the pi-ask relay; choose one: {choices}"
+    return str(error)

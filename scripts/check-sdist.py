@@ -1,0 +1,79 @@
+"""Build the sdist and wheel, and prove the sdist stands on its own (tox env ``sdist``).
+
+1. ``python -m build`` makes both into a temporary directory.
+2. The wheel must carry LICENSE and the guides (``pi_ask_sdk/docs``); the sdist LICENSE and
+   the spec examples (``spec/examples.json``).
+3. The sdist is unpacked where no ``../shared/spec`` exists, installed (with its ``test``
+   extra) into this environment, and its fast test suite is run from the unpacked tree with
+   ``PI_ASK_SPEC_DIR`` unset: the tests must find the spec the sdist carries.
+4. The installed command answers ``pi-ask --version`` and ``pi-ask docs relay``.
+
+Run: ``tox -e sdist``, or ``python scripts/check-sdist.py`` in a venv that has ``build``.
+Exit status 0 when everything held, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FAST = ["--ignore=tests/integration", "--ignore=tests/typing", "--ignore=tests/browser"]
+
+
+def run(*args: str, cwd: Path, env: dict[str, str] | None = None) -> None:
+    print("+", " ".join(args), flush=True)
+    subprocess.run(args, cwd=cwd, env=env, check=True, timeout=1800)
+
+
+def expect(names: list[str], wanted: str, what: str) -> None:
+    if not any(name.endswith(wanted) for name in names):
+        raise SystemExit(f"check-sdist: the {what} lacks {wanted}")
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory(prefix="pi-ask-sdist-") as tmp:
+        work = Path(tmp)
+        dist = work / "dist"
+        run(sys.executable, "-m", "build", "--outdir", str(dist), str(ROOT), cwd=ROOT)
+        [sdist] = dist.glob("*.tar.gz")
+        [wheel] = dist.glob("*.whl")
+        with zipfile.ZipFile(wheel) as archive:
+            names = archive.namelist()
+        expect(names, ".dist-info/licenses/LICENSE", "wheel")
+        for guide in ("bridges.md", "relay.md", "protocol-decisions.md"):
+            expect(names, f"pi_ask_sdk/docs/{guide}", "wheel")
+        with tarfile.open(sdist) as archive:
+            members = archive.getnames()
+            expect(members, "/LICENSE", "sdist")
+            expect(members, "/spec/examples.json", "sdist")
+            unpacked = work / "unpacked"
+            if hasattr(tarfile, "data_filter"):  # 3.10.12+, 3.11.4+: refuse odd members
+                archive.extractall(unpacked, filter="data")
+            else:
+                archive.extractall(unpacked)
+        [tree] = unpacked.iterdir()
+        assert not (tree.parent / "shared").exists()
+        env = {key: value for key, value in os.environ.items() if key != "PI_ASK_SPEC_DIR"}
+        run(sys.executable, "-m", "pip", "install", "-q", f"{sdist}[test]", cwd=work)
+        run(
+            sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *FAST, cwd=tree, env=env
+        )
+        script = Path(sys.executable).parent / "pi-ask"
+        run(str(script), "--version", cwd=work, env=env)
+        shown = subprocess.run(
+            [str(script), "docs", "relay"], cwd=work, capture_output=True, text=True, check=True
+        )
+        if "# Answering a real Pi's forms from Python" not in shown.stdout:
+            raise SystemExit("check-sdist: `pi-ask docs relay` did not print the relay guide")
+    print("check-sdist: the sdist builds, carries what it needs and passes its tests")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

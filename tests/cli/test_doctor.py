@@ -1,0 +1,109 @@
+"""pi-ask doctor: Pis whose relay listens elsewhere, Pis without the relay, and --json."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from pi_ask_sdk.cli.doctor import Check, doctor, run_checks
+from pi_ask_sdk.cli.processes import PiProcessInfo, find_pi_processes
+
+
+def private(path: Path) -> Path:
+    path.mkdir(parents=True)
+    path.chmod(0o700)
+    return path
+
+
+def by_what(checks: list[Check], what: str) -> Check:
+    [found] = [check for check in checks if check.what == what]
+    return found
+
+
+def test_a_relay_in_another_directory_is_the_reason_nothing_is_found(tmp_path: Path) -> None:
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    pi = PiProcessInfo(4242, (theirs / "pi-4242.sock",), theirs)
+    checks = run_checks(ours, [pi])
+    check = by_what(checks, "pi 4242")
+    assert check.status == "fail"
+    detail = check.detail
+    assert f"its relay listens in {theirs}, but this shell looks in {ours}" in detail
+    assert f"PI_ASK_RELAY_DIR={theirs}" in detail
+    assert f"--socket {theirs / 'pi-4242.sock'}" in detail
+    assert "RelayTransport" not in detail  # CLI advice names CLI flags
+
+
+def test_a_pi_without_the_relay_is_named_with_the_fix(tmp_path: Path) -> None:
+    ours = private(tmp_path / "ours")
+    checks = run_checks(ours, [PiProcessInfo(7, (), tmp_path / "elsewhere"), PiProcessInfo(8)])
+    seven = by_what(checks, "pi 7")
+    assert seven.status == "warn"
+    assert "Pi (pid 7) runs without the relay" in seven.detail
+    assert 'pi -e "$(pi-ask relay-path)"' in seven.detail
+    assert f"selects the relay directory {tmp_path / 'elsewhere'}" in seven.detail
+    eight = by_what(checks, "pi 8")
+    assert "relay directory" not in eight.detail
+
+
+def test_a_pi_whose_relay_is_here_adds_nothing(tmp_path: Path) -> None:
+    ours = tmp_path / "ours"
+    checks = run_checks(ours, [PiProcessInfo(9, (ours / "pi-9.sock",), ours)])
+    assert not [check for check in checks if check.what == "pi 9"]
+
+
+def test_without_proc_the_doctor_says_it_cannot_look(tmp_path: Path) -> None:
+    checks = run_checks(tmp_path / "ours", None)
+    assert by_what(checks, "pi processes").detail == ("cannot list processes here (no /proc)")
+    assert find_pi_processes(tmp_path) is None
+
+
+def test_json_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    lines: list[str] = []
+    status = doctor(
+        lines.append, ours, as_json=True, processes=[PiProcessInfo(5, (theirs / "pi-5.sock",))]
+    )
+    assert status == 1
+    [text] = lines
+    report = json.loads(text)
+    assert report["ok"] is False
+    assert report["relayDir"] == str(ours)
+    assert {"status": "fail", "what": "pi 5"}.items() <= report["checks"][-1].items()
+    assert all(set(check) == {"status", "what", "detail"} for check in report["checks"])
+
+
+def test_find_pi_processes_reads_sockets_and_environment_from_proc(tmp_path: Path) -> None:
+    """A fake /proc: a live process of ours titled ``pi`` that listens on a relay socket."""
+    proc = tmp_path / "proc"
+    (proc / "self").mkdir(parents=True)
+    (proc / "net").mkdir()
+    relay = private(tmp_path / "relay")
+    pid = os.getppid()  # alive, and not this process
+    entry = proc / str(pid)
+    (entry / "fd").mkdir(parents=True)
+    (entry / "comm").write_text("pi\n")
+    (entry / "cmdline").write_bytes(b"pi\0\0\0")
+    (entry / "environ").write_bytes(f"HOME=/x\0PI_ASK_RELAY_DIR={relay}\0".encode())
+    os.symlink("socket:[424242]", entry / "fd" / "5")
+    os.symlink("pipe:[1]", entry / "fd" / "6")
+    other = proc / "1"  # not Pi
+    (other / "fd").mkdir(parents=True)
+    (other / "comm").write_text("init\n")
+    (other / "cmdline").write_bytes(b"/sbin/init\0")
+    sock = relay / f"pi-{pid}.sock"
+    (proc / "net" / "unix").write_text(
+        "Num       RefCount Protocol Flags    Type St Inode Path\n"
+        f"0000000000000000: 00000002 00000000 00010000 0001 01 424242 {sock}\n"
+        "0000000000000000: 00000002 00000000 00000000 0001 03 424243 /tmp/not-listening\n"
+    )
+    assert find_pi_processes(proc) == [PiProcessInfo(pid, (sock,), relay)]
+
+
+def test_find_pi_processes_on_this_machine_does_not_fail() -> None:
+    found = find_pi_processes()
+    if found is None:
+        pytest.skip("no /proc on this system: nothing to list")
+    assert os.getpid() not in [info.pid for info in found]  # this process is never listed
