@@ -399,6 +399,14 @@ class BridgeClient:
             raise InvalidRequestId(str(request_id), "must be a non-empty string")
         if request_id in self._pending:
             raise InvalidRequestId(request_id, "is already used by a pending submit")
+        if not request_id.isascii():
+            try:
+                request_id.encode("utf-8")
+            except UnicodeEncodeError:
+                # The host echoes it with U+FFFD in place of the surrogate: it could never match.
+                raise InvalidRequestId(
+                    request_id, "holds a lone surrogate (the host would echo it changed)"
+                ) from None
         return request_id
 
     def _on_loop(self) -> bool:

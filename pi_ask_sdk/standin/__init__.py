@@ -148,7 +148,11 @@ class StandinSession:
         elif kind == "command" and isinstance(ref, int):
             name, args = message.get("name"), message.get("args")
             report = self._command(host, str(name), args if isinstance(args, str) else "")
-            self._send({"type": "report", "ref": ref, "report": report})
+            # FlowHost defers `started` with call_soon (as the extension does); report after it,
+            # so a form is on pi.events (and in the relay's replay set) when its open returns.
+            asyncio.get_running_loop().call_soon(
+                self._send, {"type": "report", "ref": ref, "report": report}
+            )
         elif kind == "tool" and isinstance(ref, int):
             self._tool(host, ref, message)
         elif kind == "abort" and isinstance(ref, int):

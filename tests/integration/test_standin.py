@@ -344,16 +344,17 @@ def test_odd_submits_get_the_cores_answers_and_the_form_stays_open(tool_pi: PiPr
             "deep",
             "invalid_answer",
         )
+        # the core takes a lone surrogate as U+FFFD (docs/protocol-decisions.md), echo included
         odd = [
-            ("lone\ud800surrogate", ["\udfff"]),
-            ("big", ["x" * 900_000]),
+            ("lone\ud800surrogate", "lone\ufffdsurrogate", ["\udfff"]),
+            ("big", "big", ["x" * 900_000]),
         ]
-        for request_id, values in odd:
+        for request_id, echoed, values in odd:
             relay.submit(submit_of(flow_id, request_id, values))
             channel, ack = relay.event()
             assert channel == SUBMIT_RESULT
             assert (ack["requestId"], ack["ok"], ack["error"]) == (
-                request_id,
+                echoed,
                 False,
                 "invalid_answer",
             )

@@ -199,8 +199,12 @@ async def test_request_ids_are_unique_and_caller_ids_checked(fake: FakeHost) -> 
         flow = client.open_flows["tool:own"]  # type: ignore[index]
         with pytest.raises(InvalidRequestId):
             await client.submit(flow, approve(flow), request_id="")
-        ticket = await client.submit(flow, approve(flow), request_id="mine-1")
-        assert ticket.request_id == "mine-1"
+        # the host would echo a lone surrogate as U+FFFD: such an id could never be matched
+        with pytest.raises(InvalidRequestId, match="lone surrogate"):
+            await client.submit(flow, approve(flow), request_id="lone\ud800id")
+        ticket = await client.submit(flow, approve(flow), request_id="mine-1 \u00e9\U0001f600")
+        assert ticket.request_id == "mine-1 \u00e9\U0001f600"
+        assert isinstance(await client.await_result(ticket, timeout=TIMEOUT), SubmitAccepted)
 
 
 @pytest.mark.asyncio
