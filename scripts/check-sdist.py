@@ -23,7 +23,14 @@ import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-FAST = ["--ignore=tests/integration", "--ignore=tests/typing", "--ignore=tests/browser"]
+# The fast suite, as tox.ini's [testenv] runs it: no real Pi, browser, sshd or mypy cases.
+FAST = [
+    "--ignore=tests/integration",
+    "--ignore=tests/typing",
+    "--ignore=tests/browser",
+    "--ignore=tests/stress",
+    "--ignore=tests/remote",
+]
 
 
 def run(*args: str, cwd: Path, env: dict[str, str] | None = None) -> None:

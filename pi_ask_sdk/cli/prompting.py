@@ -107,6 +107,9 @@ def in_daemon_thread(work: Callable[[], T]) -> asyncio.Future[T]:
         else:
             hand_over(lambda: None if future.done() else future.set_result(result))
 
+    # After Ctrl-C nobody awaits the future; retrieving its exception here keeps asyncio from
+    # printing "exception was never retrieved" (an awaiting caller still gets it).
+    future.add_done_callback(lambda done: None if done.cancelled() else done.exception())
     threading.Thread(target=run, name="pi-ask-prompt", daemon=True).start()
     return future
 
