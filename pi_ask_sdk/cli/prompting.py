@@ -19,7 +19,7 @@ from pi_ask_sdk.client import BridgeClient
 from pi_ask_sdk.forms import FlowView
 from pi_ask_sdk.outcomes import BridgeEvent
 
-from .text import clean, echo, json_line
+from .text import clean, echo, emit, json_line
 
 __all__ = [
     "FormGone",
@@ -73,8 +73,7 @@ _STDIN = _StdinLines()
 
 
 def _prompt_on(stream: TextIO, text: str) -> str:
-    stream.write(clean(text))
-    stream.flush()
+    emit(stream, clean(text))
     return _STDIN.readline()
 
 
@@ -204,9 +203,9 @@ def terminal(*, as_json: bool) -> tuple[Prompt, Write, Record | None]:
         return prompt_stdout, echo, None
 
     def say(text: str) -> None:
-        print(clean(text, multiline=True), file=sys.stderr, flush=True)
+        emit(sys.stderr, clean(text, multiline=True) + "\n")
 
     def record(entry: dict[str, object]) -> None:
-        print(json_line(entry), flush=True)
+        emit(sys.stdout, json_line(entry) + "\n")
 
     return prompt_stderr, say, record

@@ -17,15 +17,17 @@ take two, combining marks and zero-width characters none), from ``unicodedata`` 
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
+import threading
 import unicodedata
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, TextIO
 
 if TYPE_CHECKING:
     from pi_ask_sdk.forms import DisplayText
 
-__all__ = ["clean", "echo", "json_line", "pad", "width"]
+__all__ = ["clean", "echo", "emit", "json_line", "pad", "width"]
 
 REPLACEMENT: Final = "\ufffd"
 
@@ -100,11 +102,31 @@ def json_line(value: object) -> str:
     return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
+def emit(stream: TextIO, text: str) -> None:
+    """Write ``text`` to ``stream`` at once, for threads that may still be writing at exit.
+
+    The prompting thread is a daemon. Had it gone through the stream's buffer, it could hold
+    the buffer's lock when Ctrl-C ends the command, and the interpreter aborts at exit ("could
+    not acquire lock ... at interpreter shutdown"). The process's own stdout and stderr are
+    therefore written with ``os.write`` on their descriptors; only the main thread first
+    flushes what a ``print`` left buffered (taking the lock is safe there). Any other stream (a
+    capture in tests) is written and flushed as usual.
+    """
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    # A terminal that is not UTF-8 gets "?" for what it cannot show, never a traceback.
+    data = text.encode(encoding, "replace")
+    if stream is not sys.__stdout__ and stream is not sys.__stderr__:
+        stream.write(data.decode(encoding))
+        stream.flush()
+        return
+    if threading.current_thread() is threading.main_thread():
+        stream.flush()
+    fd = stream.fileno()
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 def echo(text: str) -> None:
     """``print`` for text that may hold form content: cleaned, keeping its lines."""
-    out = sys.stdout
-    line = clean(text, multiline=True)
-    encoding = getattr(out, "encoding", None) or "utf-8"
-    # A terminal that is not UTF-8 gets "?" for what it cannot show, never a traceback.
-    out.write(line.encode(encoding, "replace").decode(encoding) + "\n")
-    out.flush()
+    emit(sys.stdout, clean(text, multiline=True) + "\n")
