@@ -96,6 +96,27 @@ def raw_client(path: Path, **options: Any) -> Iterator[RawClient]:
         client.close()
 
 
+def read_slowly(client: RawClient, count: int, deadline: float) -> None:
+    """Read 64 KiB at a time with short pauses until ``count`` started events have arrived.
+
+    Each line is parsed once (re-parsing the whole buffer per chunk would itself stall the
+    reader for seconds on 12 MB).
+    """
+    seen, scanned = 0, 0
+    while seen < count:
+        assert time.monotonic() < deadline, f"only {seen} of {count} started events arrived"
+        got = client.read_some(64 * 1024, TIMEOUT)
+        assert got > 0, "the slow reader was dropped"
+        end = client.buffer.rfind(b"\n")
+        if end >= scanned:
+            for line in client.buffer[scanned:end].split(b"\n"):
+                if line.strip():
+                    message = json.loads(line)
+                    seen += message.get("channel") == "pi-agent-ask:started"
+            scanned = end + 1
+        time.sleep(0.005)  # a slow reader: not a synchronisation
+
+
 def events_of(lines: list[dict[str, Any]], channel: str) -> list[dict[str, Any]]:
     return [m["data"] for m in lines if m.get("type") == "event" and m.get("channel") == channel]
 
@@ -218,17 +239,18 @@ async def test_a_slow_reader_gets_everything_and_a_stalled_one_is_dropped(
         ):
             async with relay_client(pi.socket_path) as client:
                 flows = client.flows()
+                # The slow reader reads on its own thread from before the first form, so its
+                # pauses stay far shorter than the stall window however busy the machine is
+                # (run_in_executor submits now; the opens below do not yield to the loop).
+                slow_reading = asyncio.get_running_loop().run_in_executor(
+                    None, read_slowly, slow, 12, time.monotonic() + 8 * TIMEOUT
+                )
                 opened = [pi.open_form(big_form(MB), tool_call_id=f"s{n}") for n in range(12)]
                 for flow_id in opened:
                     await next_flow(flows, flow_id)
-                # The slow reader takes 64 KiB at a time with pauses shorter than the stall
-                # window; by now it holds far more than 8 MiB unread.
-                deadline = time.monotonic() + 8 * TIMEOUT
-                while len(events_of(slow.lines(), "pi-agent-ask:started")) < len(opened):
-                    assert time.monotonic() < deadline
-                    got = await asyncio.to_thread(slow.read_some, 64 * 1024, TIMEOUT)
-                    assert got > 0, "the slow reader was dropped"
-                    await asyncio.sleep(0.005)  # a slow reader: not a synchronisation
+                # At 64 KiB per pause it takes ~1 s over 12 MiB: the relay held more than the
+                # 8 MiB mark for it all along, and it was never dropped (read_slowly checks EOF).
+                await asyncio.wait_for(slow_reading, 9 * TIMEOUT)
                 started = events_of(slow.lines(), "pi-agent-ask:started")
                 assert [s["flowId"] for s in started] == opened
                 # The stalled client read nothing: the relay drops it once the window passes.
