@@ -22,9 +22,33 @@ sys.path.insert(0, os.path.dirname(script))  # as `python bench/<script>` has it
 main = runpy.run_path(script, run_name="bench_under_test")["main"]
 assert name in main.__globals__, name
 main.__globals__[name] = value
-sys.argv = [script, "--quick"]
+sys.argv = [script, "--quick", *sys.argv[4:]]
 sys.exit(main())
 """
+
+
+def run_with_target(
+    script: str, target: str, value: float, *args: str
+) -> subprocess.CompletedProcess[str]:
+    """``bench/<script> --quick [args]`` with the module constant ``target`` set to ``value``."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    command = [sys.executable, "-c", RUN_WITH_TARGET, str(ROOT / "bench" / script)]
+    return subprocess.run(
+        [*command, target, str(value), *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+
+
+def check_missed(done: subprocess.CompletedProcess[str], missed: str) -> None:
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 1, done.stdout
+    assert done.stdout.splitlines()[-1].startswith(missed), done.stdout
 
 
 @pytest.mark.parametrize(
@@ -35,17 +59,4 @@ sys.exit(main())
     ],
 )
 def test_a_missed_target_exits_1(script: str, target: str, value: float, missed: str) -> None:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    done = subprocess.run(
-        [sys.executable, "-c", RUN_WITH_TARGET, str(ROOT / "bench" / script), target, str(value)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-        timeout=300,
-        check=False,
-    )
-    assert "Traceback" not in done.stderr, done.stderr
-    assert done.returncode == 1, done.stdout
-    assert done.stdout.splitlines()[-1].startswith(missed), done.stdout
+    check_missed(run_with_target(script, target, value), missed)
