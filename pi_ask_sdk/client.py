@@ -467,11 +467,11 @@ class BridgeClient:
             log.warning("pi_ask_sdk: skipped a %s payload that is not a JSON object", channel)
             return
         version = raw.get("version")
-        if type(version) not in (int, float) or version != 1:
+        if type(version) is float and version == 1:
+            raw = {**raw, "version": 1}
+        elif type(version) is not int or version != 1:
             log.warning("pi_ask_sdk: ignored a %s payload with version %r", channel, version)
             return
-        if type(version) is float:
-            raw = {**raw, "version": 1}
         try:
             if channel == STARTED:
                 self._started(msgspec.convert(raw, StartedEvent), replay)
