@@ -21,7 +21,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from .errors import InvalidForm
-from .js import WHITESPACE_RUN, is_blank, js_trim, js_upper_first
+from .js import JS_WHITESPACE, WHITESPACE_RUN, is_blank, js_trim, js_upper_first
 from .protocol import (
     AskOption,
     AskParams,
@@ -39,6 +39,7 @@ __all__ = [
     "load_preview_files",
     "normalize_form",
     "parse_form",
+    "plain_form",
     "prepare_labels",
     "validate_form",
 ]
@@ -408,6 +409,125 @@ def _invalid_result(raw: Mapping[str, object], issues: Sequence[Issue]) -> Inval
     )
 
 
+# --- one-pass fast path -------------------------------------------------------------------------
+# Most input is well formed. ``plain_form`` takes it through msgspec's C conversion (types) and one
+# Python pass (trimming, blanks, duplicates, labels); anything else goes the full way above.
+
+
+class _InOption(msgspec.Struct, frozen=True, kw_only=True, rename="camel", gc=False):
+    value: str
+    label: str = ""
+    description: str = ""
+    preview: str = ""
+    preview_file: str = ""
+    recommended: bool | UnsetType = UNSET
+
+
+class _InQuestion(msgspec.Struct, frozen=True, kw_only=True, rename="camel", gc=False):
+    id: str
+    label: str = ""
+    prompt: str
+    type: QuestionType = "single"
+    required: bool = False
+    options: list[_InOption]
+
+
+class _InForm(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    title: str = ""
+    background: bool | UnsetType = UNSET
+    questions: list[_InQuestion]
+
+
+_Q_LABELS: Final = tuple(f"Q{n}" for n in range(1, 65))
+
+
+def plain_form(raw: object, *, present_single_as_multi: bool = False) -> Form | None:
+    """The normalized form of well-formed input in one pass, or None when anything is odd.
+
+    "Odd" is anything that could produce an issue or read a preview file: a value of another
+    JSON type, a missing or blank required text, a duplicate, an underivable label, a
+    ``previewFile``. The caller then runs the full pipeline, so issues, paths and messages have
+    one source. When this returns a form it is the one the full pipeline returns
+    (``tests/core/test_fast_paths.py`` checks that both agree on arbitrary input).
+    """
+    if type(raw) is not dict:
+        return None
+    raw_questions = raw.get("questions")
+    # msgspec also takes tuples and sets for arrays; the spec's structure check does not.
+    if type(raw_questions) is not list or not raw_questions:
+        return None
+    for raw_question in raw_questions:
+        if type(raw_question) is not dict or type(raw_question.get("options")) is not list:
+            return None
+    try:
+        parsed = msgspec.convert(raw, _InForm)
+    except (msgspec.ValidationError, TypeError, ValueError, RecursionError):
+        return None
+    ws = JS_WHITESPACE  # str.strip inline: this loop runs for every text of every form
+    seen_ids: set[str] = set()
+    normalized: list[AskQuestion] = []
+    for i, question in enumerate(parsed.questions):
+        qid, prompt, options = question.id.strip(ws), question.prompt.strip(ws), question.options
+        if not qid or not prompt or qid in seen_ids or not options:
+            return None
+        seen_ids.add(qid)
+        is_preview = question.type == "preview"
+        seen_values: set[str] = set()
+        normalized_options: list[AskOption] = []
+        for option in options:
+            value = option.value.strip(ws)
+            if not value or value in seen_values:
+                return None
+            seen_values.add(value)
+            label = option.label.strip(ws)
+            if not label:
+                derived = derive_label(option.value)
+                label = derived.strip(ws) if derived is not None else ""
+                if not label:
+                    return None
+            preview = option.preview.strip(ws)
+            if option.preview_file.strip(ws) or (is_preview and not preview):
+                return None  # a file to read, or a missing preview: the full pipeline
+            # previewFile is blank here: it normalizes to UNSET, the default.
+            normalized_options.append(
+                AskOption(
+                    value=value,
+                    label=label,
+                    description=option.description.strip(ws) or UNSET,
+                    preview=preview or UNSET,
+                    recommended=option.recommended,
+                )
+            )
+        question_label = question.label.strip(ws) or (
+            _Q_LABELS[i] if i < len(_Q_LABELS) else f"Q{i + 1}"
+        )
+        if present_single_as_multi and question.type == "single":
+            normalized.append(
+                AskQuestion(
+                    id=qid,
+                    label=question_label,
+                    prompt=prompt,
+                    type="multi",
+                    requested_type="single",
+                    presented_type="multi",
+                    required=question.required,
+                    options=normalized_options,
+                )
+            )
+        else:
+            normalized.append(
+                AskQuestion(
+                    id=qid,
+                    label=question_label,
+                    prompt=prompt,
+                    type=question.type,
+                    required=question.required,
+                    options=normalized_options,
+                )
+            )
+    return Form(title=parsed.title.strip(ws) or UNSET, questions=tuple(normalized))
+
+
 def parse_form(
     params: object,
     *,
@@ -420,6 +540,16 @@ def parse_form(
     ``kind="invalid_input"`` with every §2.3 issue (or preview-file issue) and the tool result.
     """
     raw = msgspec.to_builtins(params) if isinstance(params, AskParams) else params
+    form = plain_form(raw, present_single_as_multi=present_single_as_multi)
+    if form is not None:
+        return form
+    return _parse_full(raw, present_single_as_multi=present_single_as_multi, cwd=cwd)
+
+
+def _parse_full(
+    raw: object, *, present_single_as_multi: bool, cwd: str | os.PathLike[str] | None
+) -> Form:
+    """The whole pipeline, step by step (every input ``plain_form`` passes on)."""
     prepared = prepare_labels(raw)
     structure = check_structure(prepared)
     if structure:
