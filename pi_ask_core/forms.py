@@ -65,7 +65,7 @@ _OPTION_FIELDS: Final = (
 )
 
 
-class Form(msgspec.Struct, frozen=True, kw_only=True):
+class Form(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """A validated, normalized form: what a ``started`` event announces."""
 
     title: str | UnsetType = UNSET

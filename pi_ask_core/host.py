@@ -434,9 +434,14 @@ class FlowHost:
             except (TypeError, ValueError, RecursionError):
                 data = None
         try:
-            data, verified = _clean_json(data)
-        except _TooDeep:
-            return _too_deep(data)
+            _ENCODER.encode(data)  # _clean_json's fast path, inline: it runs for every submit
+        except Exception:
+            try:
+                data, verified = _clean_json(data)
+            except _TooDeep:
+                return _too_deep(data)
+        else:
+            verified = True
         try:
             return self._resolve(data, verified)
         except RecursionError:
