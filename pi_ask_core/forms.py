@@ -485,15 +485,19 @@ def plain_form(raw: object, *, present_single_as_multi: bool = False) -> Form | 
                 label = derived.strip(ws) if derived is not None else ""
                 if not label:
                     return None
-            preview = option.preview.strip(ws)
-            if option.preview_file.strip(ws) or (is_preview and not preview):
+            # Optional texts are mostly absent (""): no strip call for those.
+            preview, preview_file = option.preview, option.preview_file
+            preview = preview.strip(ws) if preview else preview
+            if (preview_file and preview_file.strip(ws)) or (is_preview and not preview):
                 return None  # a file to read, or a missing preview: the full pipeline
+            description = option.description
+            description = description.strip(ws) if description else description
             # previewFile is blank here: it normalizes to UNSET, the default.
             normalized_options.append(
                 AskOption(
                     value=value,
                     label=label,
-                    description=option.description.strip(ws) or UNSET,
+                    description=description or UNSET,
                     preview=preview or UNSET,
                     recommended=option.recommended,
                 )
