@@ -9,7 +9,7 @@ name the offending field, question id or option value.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Final, Literal, TypeGuard
+from typing import Final, Literal, TypeGuard, TypeVar
 
 import msgspec
 
@@ -56,6 +56,7 @@ AnswerRule = Literal[
 host as ``invalid_answer``. Listed in the order the host checks them."""
 
 _ABSENT: Final = object()
+_Key = TypeVar("_Key", bound=str)
 
 
 class SubmitError(msgspec.Struct, frozen=True, gc=False):
@@ -373,8 +374,9 @@ def check_values(qid: str, values: Sequence[str], index: QuestionIndex) -> Answe
     count = len(values)
     if count > 1:
         if len(set(values)) != count:
+            shown = _show([str(value) for value in values])  # plain str: the SDK's carry an id
             return AnswerProblem(
-                f'values for question "{qid}" must be unique, got {_show(list(values))}.',
+                f'values for question "{qid}" must be unique, got {shown}.',
                 "duplicate_value",
             )
         if not index.multi:
@@ -421,7 +423,7 @@ def check_selections(
 
 
 def check_option_notes(
-    qid: str, notes: Mapping[str, object], index: QuestionIndex
+    qid: str, notes: Mapping[_Key, object], index: QuestionIndex
 ) -> dict[str, str] | AnswerProblem:
     """Rule P10 of spec §4.3: each non-blank option note names an option value of the question
     (``unknown_option_note``); the non-blank notes in JavaScript key order. Blank notes (and,
