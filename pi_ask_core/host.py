@@ -327,6 +327,12 @@ class FlowHost:
     ``schedule`` defers the ``started`` event as the reference does (pass ``loop.call_soon``);
     without it ``start`` emits ``started`` before it returns. ``cwd`` is where relative
     ``previewFile`` paths are read from. ``clock`` returns epoch milliseconds.
+
+    Flow lifetime: an open flow is kept (in ``active_flows``, reachable by its flow id) until it
+    completes, is disposed or the host is closed; nothing times it out, as in the reference.
+    A flow whose id a later flow took over (spec §3.6, example L5) stays open but is reachable
+    only through its handle: the host holds it weakly, so it lives as long as the caller keeps
+    the handle, and ``close()`` disposes it if it is still alive.
     """
 
     def __init__(

@@ -225,7 +225,9 @@ class QuestionView(msgspec.Struct, frozen=True):
             for option in self.options:
                 if option.value == value:
                     return option
-        raise UnknownOption(self.id, value if isinstance(value, str) else repr(value), self.values)
+        # A label passed by mistake is named by its text (as the bridge shows it), not its repr.
+        shown = value.text if isinstance(value, DisplayText) else value
+        raise UnknownOption(self.id, shown if isinstance(shown, str) else repr(shown), self.values)
 
     def value(self, value: str) -> OptionValue:
         """This question's ``OptionValue`` that is exactly ``value``; ``UnknownOption`` if none."""
