@@ -144,6 +144,13 @@ class FormIndex:
     def __init__(self, questions: Sequence[AskQuestion]) -> None:
         self.questions: dict[str, QuestionIndex] = {q.id: QuestionIndex(q) for q in questions}
 
+    @classmethod
+    def of(cls, questions: dict[str, QuestionIndex]) -> FormIndex:
+        """An index from prebuilt question indexes (question id -> index, in form order)."""
+        index = cls.__new__(cls)
+        index.questions = questions
+        return index
+
 
 def _is_object(value: object) -> TypeGuard[Mapping[str, object]]:
     """A JSON object: a dict (the fast, common case) or any other Mapping."""

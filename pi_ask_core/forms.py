@@ -20,6 +20,7 @@ from typing import Final
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from .answers import FormIndex, QuestionIndex
 from .errors import InvalidForm
 from .js import JS_WHITESPACE, WHITESPACE_RUN, is_blank, js_trim, js_upper_first
 from .protocol import (
@@ -39,6 +40,7 @@ __all__ = [
     "load_preview_files",
     "normalize_form",
     "parse_form",
+    "parse_form_indexed",
     "plain_form",
     "prepare_labels",
     "validate_form",
@@ -450,6 +452,12 @@ def plain_form(raw: object, *, present_single_as_multi: bool = False) -> Form | 
     one source. When this returns a form it is the one the full pipeline returns
     (``tests/core/test_fast_paths.py`` checks that both agree on arbitrary input).
     """
+    plain = _plain_form(raw, present_single_as_multi)
+    return None if plain is None else plain[0]
+
+
+def _plain_form(raw: object, present_single_as_multi: bool) -> tuple[Form, FormIndex] | None:
+    """``plain_form``, and the answer-lookup tables of the form built in the same pass."""
     if type(raw) is not dict:
         return None
     raw_questions = raw.get("questions")
@@ -464,21 +472,19 @@ def plain_form(raw: object, *, present_single_as_multi: bool = False) -> Form | 
     except (msgspec.ValidationError, TypeError, ValueError, RecursionError):
         return None
     ws = JS_WHITESPACE  # str.strip inline: this loop runs for every text of every form
-    seen_ids: set[str] = set()
+    indexes: dict[str, QuestionIndex] = {}
     normalized: list[AskQuestion] = []
     for i, question in enumerate(parsed.questions):
         qid, prompt, options = question.id.strip(ws), question.prompt.strip(ws), question.options
-        if not qid or not prompt or qid in seen_ids or not options:
+        if not qid or not prompt or qid in indexes or not options:
             return None
-        seen_ids.add(qid)
         is_preview = question.type == "preview"
-        seen_values: set[str] = set()
+        table: dict[str, tuple[str, int]] = {}  # value -> (label, position): QuestionIndex
         normalized_options: list[AskOption] = []
-        for option in options:
+        for position, option in enumerate(options, 1):
             value = option.value.strip(ws)
-            if not value or value in seen_values:
+            if not value or value in table:
                 return None
-            seen_values.add(value)
             label = option.label.strip(ws)
             if not label:
                 derived = derive_label(option.value)
@@ -492,6 +498,7 @@ def plain_form(raw: object, *, present_single_as_multi: bool = False) -> Form | 
                 return None  # a file to read, or a missing preview: the full pipeline
             description = option.description
             description = description.strip(ws) if description else description
+            table[value] = (label, position)
             # previewFile is blank here: it normalizes to UNSET, the default.
             normalized_options.append(
                 AskOption(
@@ -506,30 +513,30 @@ def plain_form(raw: object, *, present_single_as_multi: bool = False) -> Form | 
             _Q_LABELS[i] if i < len(_Q_LABELS) else f"Q{i + 1}"
         )
         if present_single_as_multi and question.type == "single":
-            normalized.append(
-                AskQuestion(
-                    id=qid,
-                    label=question_label,
-                    prompt=prompt,
-                    type="multi",
-                    requested_type="single",
-                    presented_type="multi",
-                    required=question.required,
-                    options=normalized_options,
-                )
+            asked = AskQuestion(
+                id=qid,
+                label=question_label,
+                prompt=prompt,
+                type="multi",
+                requested_type="single",
+                presented_type="multi",
+                required=question.required,
+                options=normalized_options,
             )
         else:
-            normalized.append(
-                AskQuestion(
-                    id=qid,
-                    label=question_label,
-                    prompt=prompt,
-                    type=question.type,
-                    required=question.required,
-                    options=normalized_options,
-                )
+            asked = AskQuestion(
+                id=qid,
+                label=question_label,
+                prompt=prompt,
+                type=question.type,
+                required=question.required,
+                options=normalized_options,
             )
-    return Form(title=parsed.title.strip(ws) or UNSET, questions=tuple(normalized))
+        normalized.append(asked)
+        index = indexes[qid] = QuestionIndex.of(qid, asked.type, table)
+        index.question = asked
+    form = Form(title=parsed.title.strip(ws) or UNSET, questions=tuple(normalized))
+    return form, FormIndex.of(indexes)
 
 
 def parse_form(
@@ -543,11 +550,22 @@ def parse_form(
     Raises ``InvalidForm``: ``kind="schema_error"`` for wrong JSON types, else
     ``kind="invalid_input"`` with every §2.3 issue (or preview-file issue) and the tool result.
     """
+    return parse_form_indexed(params, present_single_as_multi=present_single_as_multi, cwd=cwd)[0]
+
+
+def parse_form_indexed(
+    params: object,
+    *,
+    present_single_as_multi: bool = False,
+    cwd: str | os.PathLike[str] | None = None,
+) -> tuple[Form, FormIndex]:
+    """``parse_form``, and the form's answer-lookup tables (what a host checks submits with)."""
     raw = msgspec.to_builtins(params) if isinstance(params, AskParams) else params
-    form = plain_form(raw, present_single_as_multi=present_single_as_multi)
-    if form is not None:
-        return form
-    return _parse_full(raw, present_single_as_multi=present_single_as_multi, cwd=cwd)
+    plain = _plain_form(raw, present_single_as_multi)
+    if plain is not None:
+        return plain
+    form = _parse_full(raw, present_single_as_multi=present_single_as_multi, cwd=cwd)
+    return form, FormIndex(form.questions)
 
 
 def _parse_full(

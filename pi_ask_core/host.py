@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import time
-import weakref
+
+# weakref.ref itself, without importing the weakref module (it costs more than it is worth here).
+from _weakref import ref as _weak_ref
 from collections.abc import Callable, Mapping
 from typing import Literal
 
@@ -22,7 +24,7 @@ from .answers import (
 )
 from .bus import EventBus
 from .errors import HostClosed, InvalidForm, SubmitRefused
-from .forms import Form, parse_form
+from .forms import Form, parse_form_indexed
 from .protocol import (
     COMPLETED,
     STARTED,
@@ -153,6 +155,7 @@ class FlowHandle:
         *,
         serial: int = 0,
         form_verified: bool = True,
+        index: FormIndex | None = None,
     ) -> None:
         self._host = host
         self._serial = serial  # registration order, for close()
@@ -161,7 +164,7 @@ class FlowHandle:
         self.form = form
         self.tool_call_id = tool_call_id
         self.source: FlowSource = source
-        self._index = FormIndex(form.questions)
+        self._index = FormIndex(form.questions) if index is None else index
         self._local: dict[str, AcceptedAnswer] = {}
         self._state: FlowState = "open"
         self._created_at: int | None = None
@@ -354,7 +357,7 @@ class FlowHost:
         # flow, or whose entry an earlier flow's end removed (spec §3.6, example L5). Only their
         # handles reach them, so they are held weakly (by id): one lives as long as its caller
         # keeps the handle, and close() disposes those still alive.
-        self._detached: dict[int, weakref.ref[FlowHandle]] = {}
+        self._detached: dict[int, _weak_ref[FlowHandle]] = {}
         self._serial = 0
         self._unsubscribe: Callable[[], None] | None = bus.on(SUBMIT, self.handle_submit)
 
@@ -386,7 +389,7 @@ class FlowHost:
             raise HostClosed("this FlowHost was closed (session shutdown); open a new one")
         try:
             params, verified = _clean_json(params)
-            form = parse_form(
+            form, index = parse_form_indexed(
                 params, present_single_as_multi=self._present_single_as_multi, cwd=self._cwd
             )
         except (_TooDeep, RecursionError):
@@ -401,6 +404,7 @@ class FlowHost:
             source,
             serial=self._serial,
             form_verified=verified,
+            index=index,
         )
         # A later flow with the same id replaces the earlier one in the active set (spec §3.6).
         replaced = self._active.pop(flow_id, None)
@@ -504,7 +508,7 @@ class FlowHost:
             # The handle died while open and unreachable: nothing can end it any more.
             detached.pop(key, None)
 
-        detached[key] = weakref.ref(handle, collected)
+        detached[key] = _weak_ref(handle, collected)
 
     def _emit_started(self, handle: FlowHandle) -> None:
         handle._created_at = self._clock()
