@@ -1,9 +1,7 @@
-"""The core's fast paths agree with its full, step-by-step rules on any input.
+"""The core's fast path for ask_user input agrees with its full, step-by-step rules.
 
-``plain_form`` (one pass for well-formed ask_user input) must give exactly the form the full
-pipeline gives, or decline (None) so that the full pipeline reports the issues. The per-question
-answer checks used by the host's submit path and by the SDK's builder must give the verdict and
-message that ``check_answer`` gives.
+``plain_form`` (one pass for well-formed input) must give exactly the form the full pipeline
+gives, or decline (None) so that the full pipeline reports the issues.
 """
 
 from __future__ import annotations
