@@ -59,16 +59,12 @@ class _TooDeep(Exception):
     """Input nested beyond Python's recursion limit (refused, never raised to a caller)."""
 
 
-def _clean(value: object) -> object:
+def _clean_json(value: object) -> tuple[object, bool]:
     """``value`` with lone surrogates in its strings replaced by U+FFFD (a pair of surrogates
     becomes the character it encodes), so that everything the host emits is valid UTF-8, as
-    the relay's decoder does for Pi's ``"\\ud83d"`` escapes. Raises ``_TooDeep``."""
-    return _clean_json(value)[0]
-
-
-def _clean_json(value: object) -> tuple[object, bool]:
-    """``_clean``, and whether the cleaned value is known to encode as JSON (then so does every
-    result built from it, and the host need not encode a result to know it can be recorded).
+    the relay's decoder does for Pi's ``"\\ud83d"`` escapes; and whether it is known to encode
+    as JSON (then so does every result built from it, and the host need not encode a result to
+    know it can be recorded). Raises ``_TooDeep``.
 
     The fast path is one encode: it fails only on a lone surrogate or on too deep a value.
     """
