@@ -9,12 +9,12 @@ name the offending field, question id or option value.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Final, Literal, TypeGuard
+from typing import Final, Literal, TypeGuard, TypeVar
 
 import msgspec
 
 from .js import is_blank, js_object, js_ordered_keys
-from .protocol import AskQuestion, ResultMode, SubmitErrorCode
+from .protocol import AskQuestion, QuestionType, ResultMode, SubmitErrorCode
 
 __all__ = [
     "AcceptedAnswer",
@@ -28,8 +28,12 @@ __all__ = [
     "SubmitError",
     "check_answer",
     "check_answer_response",
+    "check_custom_text",
     "check_mode",
+    "check_option_notes",
     "check_question_answer",
+    "check_selections",
+    "check_values",
     "parse_envelope",
 ]
 
@@ -52,9 +56,10 @@ AnswerRule = Literal[
 host as ``invalid_answer``. Listed in the order the host checks them."""
 
 _ABSENT: Final = object()
+_Key = TypeVar("_Key", bound=str)
 
 
-class SubmitError(msgspec.Struct, frozen=True):
+class SubmitError(msgspec.Struct, frozen=True, gc=False):
     """A refused submit: the ``error``/``message`` of the ``submit-result`` and the echoed ids."""
 
     code: SubmitErrorCode
@@ -63,7 +68,7 @@ class SubmitError(msgspec.Struct, frozen=True):
     flow_id: str
 
 
-class Envelope(msgspec.Struct, frozen=True):
+class Envelope(msgspec.Struct, frozen=True, gc=False):
     """A submit that passed checks E1-E6. ``response`` is the raw response object."""
 
     request_id: str
@@ -72,20 +77,20 @@ class Envelope(msgspec.Struct, frozen=True):
     response: Mapping[str, object]
 
 
-class AnswerProblem(msgspec.Struct, frozen=True):
+class AnswerProblem(msgspec.Struct, frozen=True, gc=False):
     """Why an answer response was refused (reported as ``invalid_answer`` with ``message``)."""
 
     message: str
     rule: AnswerRule
 
 
-class Selection(msgspec.Struct, frozen=True):
+class Selection(msgspec.Struct, frozen=True, gc=False):
     value: str
     label: str
     index: int  # 1-based position of the option in its question
 
 
-class AcceptedAnswer(msgspec.Struct, frozen=True):
+class AcceptedAnswer(msgspec.Struct, frozen=True, gc=False):
     """The host's state for one answered question (spec §4.3 semantics)."""
 
     selections: tuple[Selection, ...] = ()
@@ -94,22 +99,41 @@ class AcceptedAnswer(msgspec.Struct, frozen=True):
     option_notes: dict[str, str] = msgspec.field(default_factory=dict)  # non-blank, JS key order
 
 
-class AcceptedResponse(msgspec.Struct, frozen=True):
+class AcceptedResponse(msgspec.Struct, frozen=True, gc=False):
     mode: ResultMode
     answers: dict[str, AcceptedAnswer]  # JS key order; replaces the whole answer set
 
 
 class QuestionIndex:
-    """Lookup table for checking answers to one question (built once per question)."""
+    """Lookup table for checking answers to one question (built once per question).
 
-    __slots__ = ("options", "question")
+    ``options`` maps each option value to its (label, 1-based position). ``question`` is the
+    question it was built from, or None when built with ``of`` (as the SDK's builder does from
+    a form view).
+    """
+
+    __slots__ = ("id", "multi", "options", "question", "type")
 
     def __init__(self, question: AskQuestion) -> None:
-        self.question = question
+        self.question: AskQuestion | None = question
+        self.id = question.id
+        self.type: QuestionType = question.type
+        self.multi = question.type == "multi"
         self.options: dict[str, tuple[str, int]] = {
             option.value: (option.label, position)
             for position, option in enumerate(question.options, start=1)
         }
+
+    @classmethod
+    def of(
+        cls, question_id: str, question_type: QuestionType, options: dict[str, tuple[str, int]]
+    ) -> QuestionIndex:
+        """An index from its parts: ``options`` maps value -> (label, 1-based position)."""
+        index = cls.__new__(cls)
+        index.question = None
+        index.id, index.type, index.options = question_id, question_type, options
+        index.multi = question_type == "multi"
+        return index
 
 
 class FormIndex:
@@ -119,6 +143,13 @@ class FormIndex:
 
     def __init__(self, questions: Sequence[AskQuestion]) -> None:
         self.questions: dict[str, QuestionIndex] = {q.id: QuestionIndex(q) for q in questions}
+
+    @classmethod
+    def of(cls, questions: dict[str, QuestionIndex]) -> FormIndex:
+        """An index from prebuilt question indexes (question id -> index, in form order)."""
+        index = cls.__new__(cls)
+        index.questions = questions
+        return index
 
 
 def _is_object(value: object) -> TypeGuard[Mapping[str, object]]:
@@ -171,33 +202,45 @@ def _is_version_one(value: object) -> bool:
     return type(value) in (int, float) and value == 1
 
 
+_NO_REQUEST_ID: Final = "Submit requestId is required: a non-empty string chosen by the bridge."
+_NO_FLOW_ID: Final = "Submit flowId is required: the flowId of the started event."
+
+
 def parse_envelope(data: object) -> Envelope | SubmitError:
     """Checks E1-E6 of spec §4.1, in order."""
-    if not _is_object(data):
+    if type(data) is not dict and not _is_object(data):
         return SubmitError(
             "invalid_request", f"A submit must be a JSON object, not {_kind_of(data)}.", "", ""
         )
-    request_id = data.get("requestId")
-    flow_id = data.get("flowId")
-    rid = request_id if isinstance(request_id, str) else ""
-    fid = flow_id if isinstance(flow_id, str) else ""
-
-    def refuse(message: str) -> SubmitError:
-        return SubmitError("invalid_request", message, rid, fid)
-
-    if not _is_version_one(data.get("version", _ABSENT)):
-        shown = "missing" if "version" not in data else _show(data["version"])
-        return refuse(f"Submit version must be the number 1, got {shown}.")
+    get = data.get
+    request_id, flow_id, version = get("requestId"), get("flowId"), get("version", _ABSENT)
+    rid = request_id if type(request_id) is str or isinstance(request_id, str) else ""
+    fid = flow_id if type(flow_id) is str or isinstance(flow_id, str) else ""
+    if not (type(version) is int and version == 1) and not _is_version_one(version):
+        shown = "missing" if version is _ABSENT else _show(version)
+        return SubmitError(
+            "invalid_request", f"Submit version must be the number 1, got {shown}.", rid, fid
+        )
     if not rid:
-        return refuse("Submit requestId is required: a non-empty string chosen by the bridge.")
+        return SubmitError("invalid_request", _NO_REQUEST_ID, rid, fid)
     if not fid:
-        return refuse("Submit flowId is required: the flowId of the started event.")
-    response = data.get("response")
-    if not _is_object(response):
-        return refuse(f"Submit response must be an object, not {_kind_of(response)}.")
+        return SubmitError("invalid_request", _NO_FLOW_ID, rid, fid)
+    response = get("response")
+    if type(response) is not dict and not _is_object(response):
+        return SubmitError(
+            "invalid_request",
+            f"Submit response must be an object, not {_kind_of(response)}.",
+            rid,
+            fid,
+        )
     kind = response.get("kind")
     if kind != "answer" and kind != "cancel":
-        return refuse(f'Submit response.kind must be "answer" or "cancel", got {_show(kind)}.')
+        return SubmitError(
+            "invalid_request",
+            f'Submit response.kind must be "answer" or "cancel", got {_show(kind)}.',
+            rid,
+            fid,
+        )
     return Envelope(rid, fid, kind, response)
 
 
@@ -206,28 +249,35 @@ def check_answer_response(
 ) -> AcceptedResponse | AnswerProblem:
     """Checks A1-A4 of spec §4.2 for a ``kind: "answer"`` response; the first failure wins."""
     answers = response.get("answers")
-    if not _is_object(answers):
+    if type(answers) is not dict and not _is_object(answers):
         return AnswerProblem(
             "An answer response must include an answers object (question id -> answer), "
             f"got {_kind_of(answers) if 'answers' in response else 'none'}.",
             "answers_not_object",
         )
-    mode = check_mode(response.get("mode", "submit"))
-    if isinstance(mode, AnswerProblem):
-        return mode
-    accepted: list[tuple[str, AcceptedAnswer]] = []
+    raw_mode = response.get("mode", "submit")
+    mode: ResultMode
+    if raw_mode == "submit" and type(raw_mode) is str:
+        mode = "submit"  # the common case, without a call
+    else:
+        checked = check_mode(raw_mode)
+        if isinstance(checked, AnswerProblem):
+            return checked
+        mode = checked
+    questions = form.questions
+    accepted: dict[str, AcceptedAnswer] = {}
     for key in js_ordered_keys(answers):
-        index = form.questions.get(key) if isinstance(key, str) else None
+        index = questions.get(key) if isinstance(key, str) else None
         if index is None:
-            known = ", ".join(f'"{qid}"' for qid in form.questions)
+            known = ", ".join(f'"{qid}"' for qid in questions)
             return AnswerProblem(
                 f'Unknown question id "{key}"; this form has {known}.', "unknown_question"
             )
         answer = check_answer(key, answers[key], index)
         if isinstance(answer, AnswerProblem):
             return answer
-        accepted.append((key, answer))
-    return AcceptedResponse(mode, dict(accepted))
+        accepted[key] = answer
+    return AcceptedResponse(mode, accepted)
 
 
 def check_mode(mode: object) -> ResultMode | AnswerProblem:
@@ -252,13 +302,17 @@ def check_question_answer(question: AskQuestion, entry: object) -> AcceptedAnswe
 
 
 def check_answer(qid: str, entry: object, index: QuestionIndex) -> AcceptedAnswer | AnswerProblem:
-    """Checks P1-P10 of spec §4.3 for one question's answer, in order."""
-    if not _is_object(entry):
+    """Checks P1-P10 of spec §4.3 for one question's answer (decoded JSON), in order.
+
+    The JSON-type checks are here; the rules on the typed parts are ``check_values``,
+    ``check_custom_text``, ``check_selections`` and ``check_option_notes``, which the SDK's
+    ``AnswerBuilder`` calls too.
+    """
+    if type(entry) is not dict and not _is_object(entry):
         return AnswerProblem(
             f'The answer for question "{qid}" must be an object, not {_kind_of(entry)}.',
             "answer_not_object",
         )
-    qtype = index.question.type
     get = entry.get
     raw_values = get("values", _ABSENT)
     values: Sequence[str]
@@ -266,43 +320,36 @@ def check_answer(qid: str, entry: object, index: QuestionIndex) -> AcceptedAnswe
         values = ()
     elif _is_string_array(raw_values):
         values = raw_values
+        if values:
+            problem = check_values(qid, values, index)
+            if problem is not None:
+                return problem
     else:
         return AnswerProblem(
             f'values for question "{qid}" must be an array of option value strings, '
             f"got {_show(raw_values)}.",
             "values_not_strings",
         )
-    if len(values) > 1 and len(set(values)) != len(values):
-        return AnswerProblem(
-            f'values for question "{qid}" must be unique, got {_show(list(values))}.',
-            "duplicate_value",
-        )
-    if qtype != "multi" and len(values) > 1:
-        return AnswerProblem(
-            f'Question "{qid}" is a {qtype} question and accepts only one selected value, '
-            f"got {len(values)}.",
-            "too_many_values",
-        )
     custom = get("customText", _ABSENT)
-    if custom is not _ABSENT and not isinstance(custom, str):
-        return AnswerProblem(
-            f'customText for question "{qid}" must be a string, not {_kind_of(custom)}.',
-            "custom_text_not_string",
-        )
-    custom_text = custom if isinstance(custom, str) and not is_blank(custom) else None
-    if custom_text is not None and qtype != "multi" and values:
-        return AnswerProblem(
-            f'Question "{qid}" is a {qtype} question and cannot combine a selected value '
-            "with custom text.",
-            "value_with_custom_text",
-        )
+    custom_text: str | None = None
+    if custom is not _ABSENT:
+        if not isinstance(custom, str):
+            return AnswerProblem(
+                f'customText for question "{qid}" must be a string, not {_kind_of(custom)}.',
+                "custom_text_not_string",
+            )
+        if not is_blank(custom):
+            custom_text = custom
+            problem = check_custom_text(qid, custom_text, bool(values), index)
+            if problem is not None:
+                return problem
     note = get("note", _ABSENT)
     if note is not _ABSENT and not isinstance(note, str):
         return AnswerProblem(
             f'note for question "{qid}" must be a string, not {_kind_of(note)}.', "note_not_string"
         )
     raw_notes = get("optionNotes", _ABSENT)
-    notes: Mapping[str, object] = {}
+    notes: Mapping[str, object] | None = None
     if raw_notes is not _ABSENT:
         if not _is_object(raw_notes) or not _all_strings(raw_notes.values()):
             return AnswerProblem(
@@ -311,6 +358,62 @@ def check_answer(qid: str, entry: object, index: QuestionIndex) -> AcceptedAnswe
                 "option_notes_not_object",
             )
         notes = raw_notes
+    selections = check_selections(qid, values, index) if values else ()
+    if isinstance(selections, AnswerProblem):
+        return selections
+    kept = check_option_notes(qid, notes, index) if notes else {}
+    if isinstance(kept, AnswerProblem):
+        return kept
+    return AcceptedAnswer(
+        selections,
+        custom_text,
+        note if isinstance(note, str) and not is_blank(note) else None,
+        kept,
+    )
+
+
+# --- per-question rules on typed parts (the host's, and the SDK builder's) ----------------------
+
+
+def check_values(qid: str, values: Sequence[str], index: QuestionIndex) -> AnswerProblem | None:
+    """Rules P2-P3 of spec §4.3 on selected option values (strings): no value twice
+    (``duplicate_value``), and at most one unless the question is multi (``too_many_values``)."""
+    count = len(values)
+    if count > 1:
+        if len(set(values)) != count:
+            shown = _show([str(value) for value in values])  # plain str: the SDK's carry an id
+            return AnswerProblem(
+                f'values for question "{qid}" must be unique, got {shown}.',
+                "duplicate_value",
+            )
+        if not index.multi:
+            return AnswerProblem(
+                f'Question "{qid}" is a {index.type} question and accepts only one selected '
+                f"value, got {count}.",
+                "too_many_values",
+            )
+    return None
+
+
+def check_custom_text(
+    qid: str, custom_text: str | None, has_values: bool, index: QuestionIndex
+) -> AnswerProblem | None:
+    """Rule P5 of spec §4.3: non-blank custom text goes with a selected value only on a multi
+    question (``value_with_custom_text``). Blank custom text (None here) is ignored."""
+    if custom_text is not None and has_values and not index.multi:
+        return AnswerProblem(
+            f'Question "{qid}" is a {index.type} question and cannot combine a selected value '
+            "with custom text.",
+            "value_with_custom_text",
+        )
+    return None
+
+
+def check_selections(
+    qid: str, values: Sequence[str], index: QuestionIndex
+) -> tuple[Selection, ...] | AnswerProblem:
+    """Rule P9 of spec §4.3: every value is an option value of the question, never a label
+    (``unknown_value``); the selections with their labels and 1-based positions."""
     options = index.options
     selections = []
     for value in values:
@@ -323,6 +426,16 @@ def check_answer(qid: str, entry: object, index: QuestionIndex) -> AcceptedAnswe
                 "unknown_value",
             )
         selections.append(Selection(value, found[0], found[1]))
+    return tuple(selections)
+
+
+def check_option_notes(
+    qid: str, notes: Mapping[_Key, object], index: QuestionIndex
+) -> dict[str, str] | AnswerProblem:
+    """Rule P10 of spec §4.3: each non-blank option note names an option value of the question
+    (``unknown_option_note``); the non-blank notes in JavaScript key order. Blank notes (and,
+    for decoded JSON checked by ``check_answer``, nothing else) are skipped."""
+    options = index.options
     kept: list[tuple[str, str]] = []
     for key in js_ordered_keys(notes):
         text = notes[key]
@@ -334,9 +447,4 @@ def check_answer(qid: str, entry: object, index: QuestionIndex) -> AcceptedAnswe
                 "unknown_option_note",
             )
         kept.append((key, text))
-    return AcceptedAnswer(
-        selections=tuple(selections),
-        custom_text=custom_text,
-        note=note if isinstance(note, str) and not is_blank(note) else None,
-        option_notes=js_object(kept),
-    )
+    return js_object(kept)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 import time
+
+# weakref.ref itself, without importing the weakref module (it costs more than it is worth here).
+from _weakref import ref as _weak_ref
 from collections.abc import Callable, Mapping
 from typing import Literal
 
@@ -21,7 +24,7 @@ from .answers import (
 )
 from .bus import EventBus
 from .errors import HostClosed, InvalidForm, SubmitRefused
-from .forms import Form, parse_form
+from .forms import Form, parse_form_indexed
 from .protocol import (
     COMPLETED,
     STARTED,
@@ -56,10 +59,12 @@ class _TooDeep(Exception):
     """Input nested beyond Python's recursion limit (refused, never raised to a caller)."""
 
 
-def _clean(value: object) -> object:
+def _clean_json(value: object) -> tuple[object, bool]:
     """``value`` with lone surrogates in its strings replaced by U+FFFD (a pair of surrogates
     becomes the character it encodes), so that everything the host emits is valid UTF-8, as
-    the relay's decoder does for Pi's ``"\\ud83d"`` escapes. Raises ``_TooDeep``.
+    the relay's decoder does for Pi's ``"\\ud83d"`` escapes; and whether it is known to encode
+    as JSON (then so does every result built from it, and the host need not encode a result to
+    know it can be recorded). Raises ``_TooDeep``.
 
     The fast path is one encode: it fails only on a lone surrogate or on too deep a value.
     """
@@ -70,11 +75,11 @@ def _clean(value: object) -> object:
     except RecursionError:
         raise _TooDeep from None
     except Exception:  # not JSON (a Python object): the rules refuse it, nothing to clean
-        return value
+        return value, False
     else:
-        return value
+        return value, True
     try:
-        return _scrub(value)
+        return _scrub(value), False  # the rest of it is unchecked
     except RecursionError:
         raise _TooDeep from None
 
@@ -119,12 +124,16 @@ class FlowHandle:
     """
 
     __slots__ = (
+        "__weakref__",
         "_created_at",
         "_done_callbacks",
+        "_form_verified",
         "_host",
         "_index",
         "_local",
-        "_result",
+        "_local_verified",
+        "_outcome",
+        "_serial",
         "_state",
         "flow_id",
         "form",
@@ -133,18 +142,32 @@ class FlowHandle:
     )
 
     def __init__(
-        self, host: FlowHost, flow_id: str, form: Form, tool_call_id: str | None, source: FlowSource
+        self,
+        host: FlowHost,
+        flow_id: str,
+        form: Form,
+        tool_call_id: str | None,
+        source: FlowSource,
+        *,
+        serial: int = 0,
+        form_verified: bool = True,
+        index: FormIndex | None = None,
     ) -> None:
         self._host = host
+        self._serial = serial  # registration order, for close()
+        self._form_verified = form_verified  # whether the input was checked JSON (see _finish)
         self.flow_id = flow_id
         self.form = form
         self.tool_call_id = tool_call_id
         self.source: FlowSource = source
-        self._index = FormIndex(form.questions)
+        self._index = FormIndex(form.questions) if index is None else index
         self._local: dict[str, AcceptedAnswer] = {}
         self._state: FlowState = "open"
         self._created_at: int | None = None
-        self._result: bytes | None = None  # encoded, so callers and listeners never share it
+        self._local_verified = True  # whether the local answers are known to encode as JSON
+        # What the result is built from once completed (immutable answers, mode, cancelled):
+        # ``result`` builds a fresh copy from it, so callers and listeners never share one.
+        self._outcome: tuple[Mapping[str, AcceptedAnswer], ResultMode, bool] | None = None
         self._done_callbacks: list[Callable[[FlowHandle], None]] = []
 
     @property
@@ -182,7 +205,10 @@ class FlowHandle:
     @property
     def result(self) -> AskResult | None:
         """The result the tool returns, once the flow completed (a fresh copy on each access)."""
-        return None if self._result is None else msgspec.json.decode(self._result, type=AskResult)
+        if self._outcome is None:
+            return None
+        answers, mode, cancelled = self._outcome
+        return build_result(self.form, answers, mode=mode, cancelled=cancelled)
 
     def add_done_callback(self, callback: Callable[[FlowHandle], None]) -> None:
         """Call ``callback(handle)`` once the flow completes or is disposed (now, if it has)."""
@@ -200,7 +226,7 @@ class FlowHandle:
         """
         raw = msgspec.to_builtins(response) if isinstance(response, msgspec.Struct) else response
         try:
-            raw = _clean(raw)
+            raw, verified = _clean_json(raw)
         except _TooDeep:
             raise SubmitRefused("invalid_request", _TOO_DEEP) from None
         if self._state != "open":
@@ -215,7 +241,7 @@ class FlowHandle:
         decision = check_answer_response(raw, self._index)
         if isinstance(decision, AnswerProblem):
             raise SubmitRefused("invalid_answer", decision.message)
-        return self._finish(decision)
+        return self._finish(decision, verified=verified)
 
     def answer(self, answers: object, *, mode: ResultMode = "submit") -> AskResult:
         """``complete`` with an answer response: ``answers`` maps question ids to answers."""
@@ -225,7 +251,7 @@ class FlowHandle:
         """Cancel locally (the user pressed Escape); emits ``completed`` with ``cancelled``."""
         if self._state != "open":
             raise SubmitRefused("flow_not_found", f'Flow "{self.flow_id}" is {self._state}.')
-        return self._finish(None)
+        return self._finish(None, verified=self._local_verified)
 
     def set_local_answers(self, answers: object) -> None:
         """Replace the answers typed in the host's own UI (not a completion).
@@ -234,13 +260,14 @@ class FlowHandle:
         (spec §4.3, example L6). Raises ``SubmitRefused`` when invalid.
         """
         try:
-            answers = _clean(answers)
+            answers, verified = _clean_json(answers)
         except _TooDeep:
             raise SubmitRefused("invalid_answer", _TOO_DEEP) from None
         decision = check_answer_response({"kind": "answer", "answers": answers}, self._index)
         if isinstance(decision, AnswerProblem):
             raise SubmitRefused("invalid_answer", decision.message)
         self._local = dict(decision.answers)
+        self._local_verified = verified
 
     def dispose(self) -> None:
         """End the flow without ``completed`` (UI closed, aborted, session ended)."""
@@ -250,19 +277,26 @@ class FlowHandle:
         self._host._forget(self)
         self._run_callbacks()
 
-    def _finish(self, accepted: AcceptedResponse | None) -> AskResult:
+    def _finish(self, accepted: AcceptedResponse | None, *, verified: bool) -> AskResult:
         """Complete once: leave the active set first, then emit ``completed`` (spec §3.4).
 
-        The result is built and encoded before any state changes: if that fails, the flow is
-        still open and the caller can refuse the submit.
+        The result is built (and, unless its input is ``verified`` JSON, encoded) before any
+        state changes: if that fails, the flow is still open and the caller can refuse the
+        submit.
         """
         if accepted is None:
-            result = build_result(self.form, self._local, cancelled=True)
+            outcome: tuple[Mapping[str, AcceptedAnswer], ResultMode, bool] = (
+                self._local,
+                "submit",
+                True,
+            )
         else:
-            result = build_result(self.form, accepted.answers, mode=accepted.mode)
-        encoded = msgspec.json.encode(result)
+            outcome = (accepted.answers, accepted.mode, False)
+        result = build_result(self.form, outcome[0], mode=outcome[1], cancelled=outcome[2])
+        if not (verified and self._form_verified):
+            _ENCODER.encode(result)
         self._state = "completed"
-        self._result = encoded
+        self._outcome = outcome
         self._host._forget(self)
         self._host._emit_completed(self, result)
         self._run_callbacks()
@@ -292,6 +326,12 @@ class FlowHost:
     ``schedule`` defers the ``started`` event as the reference does (pass ``loop.call_soon``);
     without it ``start`` emits ``started`` before it returns. ``cwd`` is where relative
     ``previewFile`` paths are read from. ``clock`` returns epoch milliseconds.
+
+    Flow lifetime: an open flow is kept (in ``active_flows``, reachable by its flow id) until it
+    completes, is disposed or the host is closed; nothing times it out, as in the reference.
+    A flow whose id a later flow took over (spec §3.6, example L5) stays open but is reachable
+    only through its handle: the host holds it weakly, so it lives as long as the caller keeps
+    the handle, and ``close()`` disposes it if it is still alive.
     """
 
     def __init__(
@@ -309,9 +349,12 @@ class FlowHost:
         self._schedule = schedule
         self._clock = clock
         self._active: dict[str, FlowHandle] = {}
-        # Every open flow, including one whose id a later flow took over (unreachable, but
-        # still disposed on close).
-        self._open: dict[int, FlowHandle] = {}
+        # Open flows that left the active set without ending: replaced under their id by a later
+        # flow, or whose entry an earlier flow's end removed (spec §3.6, example L5). Only their
+        # handles reach them, so they are held weakly (by id): one lives as long as its caller
+        # keeps the handle, and close() disposes those still alive.
+        self._detached: dict[int, _weak_ref[FlowHandle]] = {}
+        self._serial = 0
         self._unsubscribe: Callable[[], None] | None = bus.on(SUBMIT, self.handle_submit)
 
     @property
@@ -341,18 +384,29 @@ class FlowHost:
         if self._unsubscribe is None:
             raise HostClosed("this FlowHost was closed (session shutdown); open a new one")
         try:
-            params = _clean(params)
-            form = parse_form(
+            params, verified = _clean_json(params)
+            form, index = parse_form_indexed(
                 params, present_single_as_multi=self._present_single_as_multi, cwd=self._cwd
             )
         except (_TooDeep, RecursionError):
             raise InvalidForm("schema_error", (Issue(path="$", message=_TOO_DEEP),), None) from None
         flow_id = f"tool:{tool_call_id}" if tool_call_id else _random_flow_id(self._clock())
-        handle = FlowHandle(self, flow_id, form, tool_call_id or None, source)
+        self._serial += 1
+        handle = FlowHandle(
+            self,
+            flow_id,
+            form,
+            tool_call_id or None,
+            source,
+            serial=self._serial,
+            form_verified=verified,
+            index=index,
+        )
         # A later flow with the same id replaces the earlier one in the active set (spec §3.6).
-        self._active.pop(flow_id, None)
+        replaced = self._active.pop(flow_id, None)
+        if replaced is not None:
+            self._detach(replaced)
         self._active[flow_id] = handle
-        self._open[id(handle)] = handle
         if self._schedule is None:
             handle._announce()
         else:
@@ -364,7 +418,9 @@ class FlowHost:
         unsubscribe, self._unsubscribe = self._unsubscribe, None
         if unsubscribe is not None:
             unsubscribe()
-        for handle in list(self._open.values()):
+        detached = (ref() for ref in list(self._detached.values()))
+        flows = [*self._active.values(), *(handle for handle in detached if handle is not None)]
+        for handle in sorted(flows, key=lambda handle: handle._serial):
             handle.dispose()
 
     def handle_submit(self, data: object) -> None:
@@ -384,15 +440,20 @@ class FlowHost:
             except (TypeError, ValueError, RecursionError):
                 data = None
         try:
-            data = _clean(data)
-        except _TooDeep:
-            return _too_deep(data)
+            _ENCODER.encode(data)  # _clean_json's fast path, inline: it runs for every submit
+        except Exception:
+            try:
+                data, verified = _clean_json(data)
+            except _TooDeep:
+                return _too_deep(data)
+        else:
+            verified = True
         try:
-            return self._resolve(data)
+            return self._resolve(data, verified)
         except RecursionError:
             return _too_deep(data)
 
-    def _resolve(self, data: object) -> SubmitResultEvent:
+    def _resolve(self, data: object, verified: bool) -> SubmitResultEvent:
         envelope = parse_envelope(data)
         if isinstance(envelope, SubmitError):
             return _rejection(envelope)
@@ -415,7 +476,7 @@ class FlowHost:
                 request_id=rid, flow_id=fid, error="invalid_answer", message=decision.message
             )
         try:
-            handle._finish(decision)
+            handle._finish(decision, verified=verified)
         except (TypeError, ValueError, OverflowError) as exc:  # the result cannot be encoded
             return SubmitRejection(
                 request_id=rid,
@@ -429,8 +490,21 @@ class FlowHost:
 
     def _forget(self, handle: FlowHandle) -> None:
         # Removes the entry for this id whichever flow holds it (reference behaviour, spec L5).
-        self._active.pop(handle.flow_id, None)
-        self._open.pop(id(handle), None)
+        current = self._active.pop(handle.flow_id, None)
+        if current is not None and current is not handle:
+            self._detach(current)
+        if self._detached:
+            self._detached.pop(id(handle), None)
+
+    def _detach(self, handle: FlowHandle) -> None:
+        key = id(handle)
+        detached = self._detached
+
+        def collected(_: object) -> None:
+            # The handle died while open and unreachable: nothing can end it any more.
+            detached.pop(key, None)
+
+        detached[key] = _weak_ref(handle, collected)
 
     def _emit_started(self, handle: FlowHandle) -> None:
         handle._created_at = self._clock()

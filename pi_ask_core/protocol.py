@@ -114,8 +114,13 @@ LabelStr = Annotated[str, WireRole("Label")]
 """A label: display text only, never sent to select anything."""
 
 
-class _Wire(Struct, frozen=True, kw_only=True, rename="camel"):
-    """Base of all wire Structs: camelCase keys, keyword construction, immutable."""
+class _Wire(Struct, frozen=True, kw_only=True, rename="camel", gc=False):
+    """Base of all wire Structs: camelCase keys, keyword construction, immutable.
+
+    Not tracked by the garbage collector (``gc=False``, inherited): a payload is a tree of
+    values and never refers back to itself, so the collector has nothing to find in one, and
+    each host call makes dozens of them.
+    """
 
 
 # --- started -----------------------------------------------------------------------------------

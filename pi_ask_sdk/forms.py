@@ -21,7 +21,7 @@ import abc
 from typing import NewType, final
 
 import msgspec
-from msgspec import UnsetType
+from msgspec import UNSET, UnsetType
 
 from pi_ask_core import AskOption, AskQuestion, FlowSource, QuestionType, StartedEvent
 
@@ -101,11 +101,13 @@ class OptionValue(str):
 @final
 class _OptionValue(OptionValue):
     # str subclasses cannot have non-empty __slots__; the question id lives in __dict__.
-    def __init__(self, text: str, question_id: QuestionId) -> None:
-        self._question_id = question_id
+    # Set in __new__ (no __init__): one Python call per value, and views make many.
+    _question_id: QuestionId
 
     def __new__(cls, text: str, question_id: QuestionId) -> _OptionValue:
-        return str.__new__(cls, text)
+        value = str.__new__(cls, text)
+        value._question_id = question_id
+        return value
 
     @property
     def question_id(self) -> QuestionId:
@@ -163,13 +165,15 @@ class OptionView(msgspec.Struct, frozen=True):
 
     @classmethod
     def from_wire(cls, question_id: QuestionId, option: AskOption, position: int) -> OptionView:
+        # _display inline: this runs for every option of every started form.
+        description, preview = option.description, option.preview
         return cls(
             question_id=question_id,
-            value=_option_value(option.value, question_id),
+            value=_OptionValue(option.value, question_id),
             label=DisplayText(option.label),
             position=position,
-            description=_display(option.description),
-            preview=_display(option.preview),
+            description=None if description is UNSET else DisplayText(description),
+            preview=None if preview is UNSET else DisplayText(preview),
             recommended=RECOMMENDED if option.recommended is True else None,
         )
 
@@ -200,8 +204,10 @@ class QuestionView(msgspec.Struct, frozen=True):
             requested_type=question.requested,
             required=question.required,
             options=tuple(
-                OptionView.from_wire(qid, option, position)
-                for position, option in enumerate(question.options, start=1)
+                [
+                    OptionView.from_wire(qid, option, position)
+                    for position, option in enumerate(question.options, start=1)
+                ]
             ),
         )
 
@@ -225,7 +231,9 @@ class QuestionView(msgspec.Struct, frozen=True):
             for option in self.options:
                 if option.value == value:
                     return option
-        raise UnknownOption(self.id, value if isinstance(value, str) else repr(value), self.values)
+        # A label passed by mistake is named by its text (as the bridge shows it), not its repr.
+        shown = value.text if isinstance(value, DisplayText) else value
+        raise UnknownOption(self.id, shown if isinstance(shown, str) else repr(shown), self.values)
 
     def value(self, value: str) -> OptionValue:
         """This question's ``OptionValue`` that is exactly ``value``; ``UnknownOption`` if none."""
@@ -258,7 +266,7 @@ class FlowView(msgspec.Struct, frozen=True):
             source=event.source,
             title=_display(event.title),
             created_at=event.created_at,
-            questions=tuple(QuestionView.from_wire(question) for question in event.questions),
+            questions=tuple([QuestionView.from_wire(question) for question in event.questions]),
             replay=replay,
         )
 

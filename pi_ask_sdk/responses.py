@@ -2,11 +2,12 @@
 
 A bridge selects options by ``OptionView`` or by ``OptionValue`` taken from the started form; a
 label is never matched, and neither a label nor a plain ``str`` type-checks as a value. The
-builder runs the host's own answer checks (``pi_ask_core.answers``, spec §4.3) as each call is
-made, in the host's order, so a mistake raises at the line that made it with the rule and
-message the host would give (``InvalidResponse``), instead of coming back later as
-``invalid_answer``. Arguments of the wrong type raise ``InvalidArgument`` naming the argument.
-The host stays authoritative.
+builder runs the host's own per-question answer rules (``pi_ask_core.answers``: ``check_values``,
+``check_custom_text``, ``check_selections``, ``check_option_notes``; spec §4.3) as each call is
+made, in the host's order, against a lookup table built once per question, so a mistake raises
+at the line that made it with the rule and message the host would give (``InvalidResponse``),
+instead of coming back later as ``invalid_answer``. Arguments of the wrong type raise
+``InvalidArgument`` naming the argument. The host stays authoritative.
 
 ``Answer`` cannot be constructed directly (a mypy ``abstract`` error and a ``TypeError``).
 Cancel is its own type: an ``Answer`` can never mean cancel, and nothing here infers approval or
@@ -25,15 +26,16 @@ import msgspec
 from msgspec import UNSET
 from typing_extensions import Self
 
-from pi_ask_core import (
-    AnswerResponse,
-    AskOption,
-    AskQuestion,
-    CancelResponse,
-    RemoteAnswer,
-    ResultMode,
+from pi_ask_core import AnswerResponse, CancelResponse, RemoteAnswer, ResultMode
+from pi_ask_core.answers import (
+    AnswerProblem,
+    QuestionIndex,
+    check_custom_text,
+    check_mode,
+    check_option_notes,
+    check_selections,
+    check_values,
 )
-from pi_ask_core.answers import AnswerProblem, QuestionIndex, check_answer, check_mode
 from pi_ask_core.js import is_blank
 
 from .errors import (
@@ -168,15 +170,11 @@ class _Draft:
 
 
 def _rules(view: QuestionView) -> QuestionIndex:
-    """The host's view of a question, rebuilt from the form view, for the core's checks."""
-    return QuestionIndex(
-        AskQuestion(
-            id=str(view.id),
-            label=view.label.text,
-            prompt=view.prompt.text,
-            type=view.type,
-            options=[AskOption(value=str(o.value), label=o.label.text) for o in view.options],
-        )
+    """The host's lookup table for a question, built from the form view (once per builder)."""
+    return QuestionIndex.of(
+        str(view.id),
+        view.type,
+        {option.value: (option.label.text, option.position) for option in view.options},
     )
 
 
@@ -220,7 +218,7 @@ class AnswerBuilder:
     def _question(self, method: str, question: QuestionView | QuestionId) -> QuestionView:
         if isinstance(question, QuestionView):
             found = self._flow.question(question.id)
-            if question != found:
+            if question is not found and question != found:
                 raise UnknownQuestion(
                     self._flow.flow_id,
                     f"{question.id} (from another form)",
@@ -252,28 +250,26 @@ class AnswerBuilder:
         return value
 
     # --- the host's checks ---
+    #
+    # A kept draft always passes every rule, so a call checks only the rules that involve what
+    # it changes, in the host's order (the JSON-type rules cannot fail: arguments are typed and
+    # checked). A call that raises changes nothing.
 
     def _draft(self, question: QuestionView) -> _Draft:
         draft = self._drafts.get(question.id)
-        return _Draft() if draft is None else draft
+        if draft is None:
+            draft = self._drafts[question.id] = _Draft()
+        return draft
 
-    def _commit(self, view: QuestionView, draft: _Draft) -> Self:
-        """Check the question's whole answer as the host would, then keep it."""
-        rules = self._rules.get(view.id)
-        if rules is None:
-            rules = self._rules[view.id] = _rules(view)
-        verdict = check_answer(str(view.id), draft.freeze().to_builtins(), rules)
-        if isinstance(verdict, AnswerProblem):
-            raise InvalidResponse(view.id, verdict.rule, verdict.message)
-        self._drafts[view.id] = draft
-        return self
+    def _index(self, view: QuestionView) -> QuestionIndex:
+        index = self._rules.get(view.id)
+        if index is None:
+            index = self._rules[view.id] = _rules(view)
+        return index
 
     @staticmethod
-    def _copy(draft: _Draft) -> _Draft:
-        copy = _Draft()
-        copy.values, copy.custom_text, copy.note = draft.values, draft.custom_text, draft.note
-        copy.option_notes = dict(draft.option_notes)
-        return copy
+    def _refuse(view: QuestionView, problem: AnswerProblem) -> InvalidResponse:
+        return InvalidResponse(view.id, problem.rule, problem.message)
 
     # --- building ---
 
@@ -287,25 +283,41 @@ class AnswerBuilder:
         ``duplicate_value``, ``too_many_values``, ``value_with_custom_text``, ``unknown_value``).
         """
         view = self._question("select", question)
-        draft = self._copy(self._draft(view))
-        draft.values = tuple(self._value("select", "options", view, o) for o in options)
-        return self._commit(view, draft)
+        values = tuple([self._value("select", "options", view, o) for o in options])
+        index = self._index(view)
+        draft = self._drafts.get(view.id)
+        if values:
+            problem = check_values(index.id, values, index)
+            if problem is None and draft is not None:
+                problem = check_custom_text(index.id, draft.custom_text, True, index)
+            if problem is None:
+                selections = check_selections(index.id, values, index)
+                problem = selections if isinstance(selections, AnswerProblem) else None
+            if problem is not None:
+                raise self._refuse(view, problem)
+        self._draft(view).values = values
+        return self
 
     def custom_text(self, question: QuestionView | QuestionId, text: str) -> Self:
         """Answer with free text. Blank text is ignored by the host (and dropped here)."""
         view = self._question("custom_text", question)
         text = self._checked_text("custom_text", "text", text)
-        draft = self._copy(self._draft(view))
-        draft.custom_text = None if is_blank(text) else text
-        return self._commit(view, draft)
+        custom = None if is_blank(text) else text
+        draft = self._drafts.get(view.id)
+        if custom is not None and draft is not None:
+            index = self._index(view)
+            problem = check_custom_text(index.id, custom, bool(draft.values), index)
+            if problem is not None:
+                raise self._refuse(view, problem)
+        self._draft(view).custom_text = custom
+        return self
 
     def note(self, question: QuestionView | QuestionId, text: str) -> Self:
         """A note on the question (clarification context; in ``elaborate`` mode, a request)."""
         view = self._question("note", question)
         text = self._checked_text("note", "text", text)
-        draft = self._copy(self._draft(view))
-        draft.note = None if is_blank(text) else text
-        return self._commit(view, draft)
+        self._draft(view).note = None if is_blank(text) else text
+        return self
 
     def option_note(
         self, question: QuestionView | QuestionId, option: OptionView | OptionValue, text: str
@@ -314,12 +326,17 @@ class AnswerBuilder:
         view = self._question("option_note", question)
         value = self._value("option_note", "option", view, option)
         text = self._checked_text("option_note", "text", text)
-        draft = self._copy(self._draft(view))
         if is_blank(text):
-            draft.option_notes.pop(value, None)
-        else:
-            draft.option_notes[value] = text
-        return self._commit(view, draft)
+            draft = self._drafts.get(view.id)
+            if draft is not None:
+                draft.option_notes.pop(value, None)
+            return self
+        index = self._index(view)
+        problem = check_option_notes(index.id, {value: text}, index)
+        if isinstance(problem, AnswerProblem):
+            raise self._refuse(view, problem)
+        self._draft(view).option_notes[value] = text
+        return self
 
     def mode(self, mode: ResultMode) -> Self:
         """``submit`` (the default) or ``elaborate`` (ask the agent to clarify first)."""

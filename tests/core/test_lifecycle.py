@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -126,6 +128,32 @@ def test_l5_duplicate_flow_ids_the_older_disposal_removes_the_shared_entry(
     assert newer.is_open  # unreachable, as in the reference
     host.close()
     assert newer.state == "disposed"
+
+
+def test_a_replaced_flow_is_not_kept_by_the_host_once_its_caller_drops_it(
+    recorder: Recorder, host: FlowHost
+) -> None:
+    # Replaced flows are reachable only through their handles (spec L5): the host must not keep
+    # every one forever (a session that re-asks under one tool call id would grow without end).
+    refs = [weakref.ref(host.start(FORM_A, tool_call_id="call-A")) for _ in range(3)]
+    gc.collect()
+    assert [ref() is None for ref in refs] == [True, True, False]
+    assert host.get("tool:call-A") is refs[-1]()
+    assert host.active_flows == (refs[-1](),)
+
+
+def test_a_replaced_flow_still_held_is_disposed_on_close_in_start_order(
+    recorder: Recorder, host: FlowHost
+) -> None:
+    ended: list[str] = []
+    older = host.start(FORM_A, tool_call_id="call-A")
+    other = host.start(FORM_D, tool_call_id="call-D")
+    newer = host.start(FORM_A, tool_call_id="call-A", source="ask:resume")
+    for handle in (older, other, newer):
+        handle.add_done_callback(lambda done: ended.append(f"{done.source} {done.flow_id}"))
+    host.close()
+    assert ended == ["tool tool:call-A", "tool tool:call-D", "ask:resume tool:call-A"]
+    assert older.state == other.state == newer.state == "disposed"
 
 
 def test_l6_cancel_reports_the_hosts_local_answers(recorder: Recorder, host: FlowHost) -> None:

@@ -70,6 +70,16 @@ def test_labels_case_variants_and_indices_never_match_a_value(flow: FlowView, te
     assert not deploy.has_value(text)
 
 
+def test_a_label_passed_as_a_value_is_named_by_its_text(flow: FlowView) -> None:
+    deploy = flow.question("deploy")
+    label = deploy.option("yes").label
+    with pytest.raises(UnknownOption) as caught:
+        deploy.value(label)  # type: ignore[arg-type]  # what an untyped bridge might do
+    assert caught.value.value == "Ship it"
+    assert 'no option value "Ship it"' in str(caught.value)
+    assert "DisplayText" not in str(caught.value)
+
+
 def test_value_lookup_returns_the_form_value(flow: FlowView) -> None:
     value = flow.question("deploy").value("yes")
     assert value == "yes"
