@@ -232,7 +232,8 @@ class QuestionView(msgspec.Struct, frozen=True):
                 if option.value == value:
                     return option
         # A label passed by mistake is named by its text (as the bridge shows it), not its repr.
-        shown = value.text if isinstance(value, DisplayText) else value
+        passed: object = value  # untyped callers can pass a label despite the annotation
+        shown = passed.text if isinstance(passed, DisplayText) else passed
         raise UnknownOption(self.id, shown if isinstance(shown, str) else repr(shown), self.values)
 
     def value(self, value: str) -> OptionValue:
