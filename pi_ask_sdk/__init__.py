@@ -6,15 +6,14 @@
 SubmitTimedOut | SubmitLost``). ``SyncBridgeClient`` does the same for
 code that is not async. Test helpers (``FakeHost``) live in ``pi_ask_sdk.testing``.
 
-The relay's errors (``NoRelayFound``, ``AmbiguousRelay``, ``UnsafeRelayPath``,
-``RelayPathTooLong``, ``RelayConnectError``, ``RelayHandshakeError``, base ``RelayError``) are
-importable from here too; they are loaded with the relay transport on first use.
+Every error the SDK raises is a ``PiAskError`` (``pi_ask_sdk.errors`` draws the tree), including
+the relay's (``NoRelayFound``, ``AmbiguousRelay``, ...), importable from here without loading the
+relay transport.
 """
-
-from typing import TYPE_CHECKING
 
 from .client import DEFAULT_TIMEOUT, BridgeClient, ClientStream
 from .errors import (
+    AmbiguousRelay,
     ApprovalMappingError,
     ApprovalProblem,
     BridgeError,
@@ -29,11 +28,17 @@ from .errors import (
     InvalidArgument,
     InvalidRequestId,
     InvalidResponse,
+    NoRelayFound,
+    RelayConnectError,
+    RelayError,
+    RelayHandshakeError,
+    RelayPathTooLong,
     ResponseProblem,
     TransportUnavailable,
     UnknownOption,
     UnknownQuestion,
     UnknownTicket,
+    UnsafeRelayPath,
     WaitTimeout,
 )
 from .forms import (
@@ -72,39 +77,6 @@ from .responses import (
 )
 from .sync import SyncBridgeClient, SyncClientStream
 from .transports import EndReason, MemoryTransport, Transport, TransportFactory, TransportListener
-
-if TYPE_CHECKING:
-    from .transports.relay import (
-        AmbiguousRelay,
-        NoRelayFound,
-        RelayConnectError,
-        RelayError,
-        RelayHandshakeError,
-        RelayPathTooLong,
-        UnsafeRelayPath,
-    )
-
-_RELAY_ERRORS = frozenset(
-    (
-        "AmbiguousRelay",
-        "NoRelayFound",
-        "RelayConnectError",
-        "RelayError",
-        "RelayHandshakeError",
-        "RelayPathTooLong",
-        "UnsafeRelayPath",
-    )
-)
-
-
-def __getattr__(name: str) -> object:
-    # The relay errors live with the socket machinery, which is loaded only when first used.
-    if name in _RELAY_ERRORS:
-        from .transports import relay
-
-        return getattr(relay, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
 
 __version__ = "0.1.0"
 

@@ -8,12 +8,18 @@ authoritative for everything else (its refusals come back as ``SubmitRejected``,
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
-from typing import Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, Final, Literal
 
 from pi_ask_core import AnswerRule, PiAskError
 
+if TYPE_CHECKING:
+    from .transports.relay import RelayInfo
+
 __all__ = [
+    "AmbiguousRelay",
     "ApprovalMappingError",
     "ApprovalProblem",
     "BridgeError",
@@ -28,11 +34,17 @@ __all__ = [
     "InvalidArgument",
     "InvalidRequestId",
     "InvalidResponse",
+    "NoRelayFound",
+    "RelayConnectError",
+    "RelayError",
+    "RelayHandshakeError",
+    "RelayPathTooLong",
     "ResponseProblem",
     "TransportUnavailable",
     "UnknownOption",
     "UnknownQuestion",
     "UnknownTicket",
+    "UnsafeRelayPath",
     "WaitTimeout",
 ]
 
@@ -288,3 +300,87 @@ class TransportUnavailable(BridgeError):
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
+
+
+_MAX_SOCKET_PATH: Final = 107
+"""Longest Unix socket path in bytes (``sun_path`` is 108 bytes with its terminating NUL)."""
+
+
+# --- the relay transport's errors (pi_ask_sdk.transports.relay) --------------------------------
+
+
+class RelayError(TransportUnavailable):
+    """Base of the relay transport's errors (code ``transport_unavailable``)."""
+
+
+class NoRelayFound(RelayError):
+    """No running Pi has a relay socket in the directory (or the requested one is missing)."""
+
+    def __init__(self, directory: Path, detail: str = "") -> None:
+        self.directory = directory
+        super().__init__(
+            f"No running Pi with the pi-ask relay found in {directory}"
+            f"{': ' + detail if detail else ''}. Start Pi with "
+            '`pi -e "$(pi-ask relay-path)"` (and the pi-agent-ask extension), or set '
+            "PI_ASK_RELAY_DIR to the directory it uses."
+        )
+
+
+class AmbiguousRelay(RelayError):
+    """Several Pis run a relay; the caller must pick one by pid or path."""
+
+    def __init__(self, relays: tuple[RelayInfo, ...]) -> None:
+        self.relays = relays
+        listing = ", ".join(
+            f"forwarded ({r.path})" if r.forwarded else f"pid {r.pid} ({r.path})" for r in relays
+        )
+        super().__init__(
+            f"{len(relays)} Pi processes run the pi-ask relay: {listing}. "
+            "Choose one with RelayTransport(pid=...) or RelayTransport(path=...)."
+        )
+
+
+class UnsafeRelayPath(RelayError):
+    """The relay directory or socket breaks the same-user rules; nothing was connected."""
+
+    def __init__(self, path: Path, problem: str) -> None:
+        self.path = path
+        self.problem = problem
+        super().__init__(f"Refusing relay path {path}: {problem}.")
+
+
+class RelayHandshakeError(RelayError):
+    """The socket did not greet with a valid protocol-1 ``hello`` (and its replays) in time.
+
+    ``retryable`` is true when the connection was merely cut short or slow (a reconnect may
+    succeed while Pi lives), false when the relay is not one this client can speak to.
+    """
+
+    def __init__(self, path: Path, problem: str, *, retryable: bool = True) -> None:
+        self.path = path
+        self.problem = problem
+        self.retryable = retryable
+        super().__init__(f"Relay at {path}: {problem}.")
+
+
+class RelayPathTooLong(RelayError):
+    """The socket path is longer than a Unix socket path may be (107 bytes on Linux)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        size = len(os.fsencode(path))
+        super().__init__(
+            f"The relay socket path {path} is {size} bytes, longer than the {_MAX_SOCKET_PATH} "
+            "bytes a Unix socket path may have. Set PI_ASK_RELAY_DIR to a shorter directory "
+            "(the same for Pi and for this client)."
+        )
+
+
+class RelayConnectError(RelayError):
+    """Connecting to the relay socket failed (``errno`` and the OS's reason kept)."""
+
+    def __init__(self, path: Path, error: OSError) -> None:
+        self.path = path
+        self.errno = error.errno
+        self.strerror = error.strerror or str(error)
+        super().__init__(f"Cannot connect to the relay socket {path}: {self.strerror}.")
