@@ -24,23 +24,19 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType, TracebackType
 from typing import Final, Generic, Literal, TypeAlias, TypeVar, cast
 
-import msgspec
 from typing_extensions import Self
 
 from pi_ask_core import (
-    COMPLETED,
-    LEGACY_CHANNEL_PREFIX,
-    STARTED,
     SUBMIT,
-    SUBMIT_RESULT,
     CompletedEvent,
+    Skipped,
     StartedEvent,
     SubmitAck,
     SubmitEvent,
     SubmitRejection,
     SubmitResultEvent,
     UnsetType,
-    submit_result_from_builtins,
+    decode_event,
 )
 
 from .errors import (
@@ -79,7 +75,6 @@ log: Final = logging.getLogger("pi_ask_sdk")
 DEFAULT_TIMEOUT: Final = 30.0
 """Seconds ``await_result`` waits by default; a host whose session ended never answers."""
 
-_HOST_CHANNELS: Final = frozenset((STARTED, COMPLETED, SUBMIT_RESULT))
 _RELAY_MODULE: Final = "pi_ask_sdk.transports.relay"
 
 T = TypeVar("T")
@@ -441,46 +436,20 @@ class BridgeClient:
             loop.call_soon_threadsafe(callback, *args)
 
     def _dispatch(self, channel: str, data: object, replay: bool) -> None:
-        if channel not in _HOST_CHANNELS:
-            if channel.startswith(LEGACY_CHANNEL_PREFIX):
-                log.debug("pi_ask_sdk: ignored a payload on legacy channel %s", channel)
-            elif channel != SUBMIT:
-                log.debug("pi_ask_sdk: ignored a payload on unknown channel %r", channel)
-            return
-        # Structs decoded by msgspec (relay) or built by pi_ask_core's host (in-process) are
-        # already typed and checked: taken as they are when they fit the channel.
-        if channel == STARTED and isinstance(data, StartedEvent) and data.version == 1:
-            self._started(data, replay)
-            return
-        if channel == COMPLETED and isinstance(data, CompletedEvent) and data.version == 1:
-            self._completed(data)
-            return
-        if (
-            channel == SUBMIT_RESULT
-            and isinstance(data, (SubmitAck, SubmitRejection))
-            and data.version == 1
-        ):
-            self._acknowledged(data)
-            return
-        raw = _builtins(data)
-        if raw is None:
-            log.warning("pi_ask_sdk: skipped a %s payload that is not a JSON object", channel)
-            return
-        version = raw.get("version")
-        if type(version) not in (int, float) or version != 1:
-            log.warning("pi_ask_sdk: ignored a %s payload with version %r", channel, version)
-            return
-        if type(version) is float:
-            raw = {**raw, "version": 1}
-        try:
-            if channel == STARTED:
-                self._started(msgspec.convert(raw, StartedEvent), replay)
-            elif channel == COMPLETED:
-                self._completed(msgspec.convert(raw, CompletedEvent))
+        if channel == SUBMIT:
+            return  # submits (ours or another bridge's) are the host's to judge
+        event = decode_event(channel, data)
+        if isinstance(event, StartedEvent):
+            self._started(event, replay)
+        elif isinstance(event, (SubmitAck, SubmitRejection)):
+            self._acknowledged(event)
+        elif isinstance(event, CompletedEvent):
+            self._completed(event)
+        elif isinstance(event, Skipped):
+            if event.reason in ("legacy_channel", "unknown_channel"):
+                log.debug("pi_ask_sdk: ignored a payload on %s (%s)", channel, event.detail)
             else:
-                self._acknowledged(submit_result_from_builtins(raw))
-        except msgspec.ValidationError as exc:
-            log.warning("pi_ask_sdk: skipped a malformed %s payload: %s", channel, exc)
+                log.warning("pi_ask_sdk: skipped a %s payload: %s", channel, event.detail)
 
     def _started(self, event: StartedEvent, replay: bool) -> None:
         view = FlowView.from_started(event, replay=replay)
@@ -576,15 +545,3 @@ async def _settled(future: asyncio.Future[T], timeout: float) -> bool:
     except asyncio.TimeoutError:
         return False
     return True
-
-
-def _builtins(data: object) -> dict[str, object] | None:
-    """``data`` as decoded JSON (Structs converted), or None when it is not an object."""
-    if isinstance(data, msgspec.Struct):
-        try:
-            data = msgspec.to_builtins(data)
-        except (TypeError, ValueError):
-            return None
-    if not isinstance(data, dict):
-        return None
-    return cast("dict[str, object]", data)

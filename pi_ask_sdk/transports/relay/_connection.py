@@ -9,13 +9,12 @@ from typing import TYPE_CHECKING, Final
 
 import msgspec
 
-from pi_ask_core import SUBMIT_RESULT
+from pi_ask_core import SUBMIT_RESULT, Skipped, decode_event
 from pi_ask_sdk.errors import RelayHandshakeError
 
 from ._wire import (
     PROTOCOL,
     RelayHello,
-    _decode_data,
     _decode_envelope,
     _Envelope,
     _Error,
@@ -169,10 +168,9 @@ class _Protocol(asyncio.Protocol):
                 and not self.owner._foreign_results
             ):
                 return  # the verdict on another connection's submit (it may share our ids)
-            try:
-                data = _decode_data(envelope.channel, envelope.data)
-            except (msgspec.DecodeError, RecursionError) as exc:
-                log.warning("pi_ask_sdk.relay: skipped an event with bad data: %s", exc)
+            data = decode_event(envelope.channel, envelope.data)
+            if isinstance(data, Skipped) and data.reason == "not_json":
+                log.warning("pi_ask_sdk.relay: skipped an event with bad data: %s", data.detail)
                 return
             self.owner._deliver(self, envelope.channel, data, envelope.replay)
         elif isinstance(envelope, _SessionEnd):

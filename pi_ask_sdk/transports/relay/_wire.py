@@ -9,14 +9,7 @@ from typing import Final
 import msgspec
 
 from pi_ask_core import (
-    COMPLETED,
-    STARTED,
-    SUBMIT_RESULT,
-    CompletedEvent,
-    StartedEvent,
-    SubmitAck,
     SubmitEvent,
-    SubmitRejection,
 )
 
 PROTOCOL: Final = 1
@@ -64,10 +57,6 @@ class _Error(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag="e
 _Envelope = RelayHello | _Event | _SessionEnd | _Error
 
 _ENVELOPE: Final = msgspec.json.Decoder(_Envelope)
-_STARTED: Final = msgspec.json.Decoder(StartedEvent)
-_COMPLETED: Final = msgspec.json.Decoder(CompletedEvent)
-_ACK: Final = msgspec.json.Decoder(SubmitAck)
-_REJECTION: Final = msgspec.json.Decoder(SubmitRejection)
 _ENCODER: Final = msgspec.json.Encoder()
 
 
@@ -88,23 +77,6 @@ def replace_lone_surrogates(line: bytes) -> bytes:
     ``\\ufffd`` (U+FFFD). JavaScript's ``JSON.stringify`` writes a lone surrogate that way; it
     is not valid Unicode, so Python (and msgspec) cannot hold it."""
     return _SURROGATE_ESCAPE.sub(_replace_surrogate, line)
-
-
-def _decode_data(channel: str, raw: msgspec.Raw) -> object:
-    """The channel's wire Struct, else plain JSON (the client judges and logs it)."""
-    try:
-        if channel == SUBMIT_RESULT:
-            try:
-                return _ACK.decode(raw)
-            except msgspec.ValidationError:
-                return _REJECTION.decode(raw)
-        if channel == STARTED:
-            return _STARTED.decode(raw)
-        if channel == COMPLETED:
-            return _COMPLETED.decode(raw)
-    except msgspec.ValidationError:
-        pass
-    return msgspec.json.decode(raw)
 
 
 def _decode_envelope(line: bytes) -> _Envelope:
