@@ -1,4 +1,38 @@
-"""Errors a bridge can meet, all under ``pi_ask_core.PiAskError``.
+"""Every error pi-ask raises, in one tree under ``PiAskError`` (from ``pi_ask_core``)::
+
+    PiAskError                         root (pi_ask_core.errors); catch it to handle them all
+    ├── InvalidForm                    ask_user input that cannot open a form (core)
+    ├── SubmitRefused                  a response the host refused, answered directly (core)
+    ├── HostClosed                     the host was closed (core)
+    └── BridgeError                    everything pi_ask_sdk raises
+        ├── UnknownQuestion            a question id the form does not have
+        ├── UnknownOption              an option value the question does not have
+        ├── InvalidResponse            an answer the host would refuse (nothing sent)
+        ├── InvalidArgument            (also TypeError) an argument of the wrong type
+        ├── ApprovalMappingError       an approval mapping that does not fit the form
+        ├── FlowMismatch               a response built for another flow
+        ├── FlowClosed                 the flow can take no submit (nothing sent)
+        │   ├── FlowAlreadyAnswered
+        │   └── FlowAlreadyCompleted
+        ├── InvalidRequestId           empty, in use, or not UTF-8 safe
+        ├── UnknownTicket              another client's ticket
+        ├── WaitTimeout                (also TimeoutError) a bounded wait ran out
+        ├── ConnectionLost             the session ended or the connection went away
+        ├── ClientNotOpen              used before open() or after close()
+        ├── TransportUnavailable       no transport could be made
+        │   └── RelayError             the relay transport (pi_ask_sdk.transports.relay)
+        │       ├── NoRelayFound       no running Pi with the relay (or not the one asked for)
+        │       │   └── RelayPathMissing  (also FileNotFoundError) no such directory/socket
+        │       ├── AmbiguousRelay     several Pis: choose one
+        │       ├── UnsafeRelayPath    the directory or socket breaks the same-user rules
+        │       ├── RelayHandshakeError  no valid hello (with its replays) in time
+        │       ├── RelayPathTooLong   longer than a Unix socket path may be
+        │       └── RelayConnectError  connecting failed (errno kept, the OSError as cause)
+        ├── PiNotInstalled             (also RuntimeError) the real-Pi kit: no such Pi
+        └── PiFailed                   (also RuntimeError) the real-Pi kit: Pi did not do it
+
+An ``OSError`` met on the way is never raised as it is: it is wrapped in one of these, with the
+``OSError`` as its ``__cause__``.
 
 Every error has a stable ``code`` (a ``Literal``) and keeps the offending names as attributes, so
 a bridge can react programmatically and a person reading the message learns what was wrong.
@@ -13,7 +47,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal
 
-from pi_ask_core import AnswerRule, PiAskError
+from pi_ask_core import AnswerRule, HostClosed, InvalidForm, PiAskError, SubmitRefused
 
 if TYPE_CHECKING:
     from .transports.relay import RelayInfo
@@ -31,15 +65,22 @@ __all__ = [
     "FlowAlreadyCompleted",
     "FlowClosed",
     "FlowMismatch",
+    "HostClosed",
     "InvalidArgument",
+    "InvalidForm",
     "InvalidRequestId",
     "InvalidResponse",
     "NoRelayFound",
+    "PiAskError",
+    "PiFailed",
+    "PiNotInstalled",
     "RelayConnectError",
     "RelayError",
     "RelayHandshakeError",
+    "RelayPathMissing",
     "RelayPathTooLong",
     "ResponseProblem",
+    "SubmitRefused",
     "TransportUnavailable",
     "UnknownOption",
     "UnknownQuestion",
@@ -63,6 +104,8 @@ BridgeErrorCode = Literal[
     "connection_lost",
     "client_not_open",
     "transport_unavailable",
+    "pi_not_installed",
+    "pi_failed",
 ]
 
 ResponseProblem = AnswerRule
@@ -384,3 +427,26 @@ class RelayConnectError(RelayError):
         self.errno = error.errno
         self.strerror = error.strerror or str(error)
         super().__init__(f"Cannot connect to the relay socket {path}: {self.strerror}.")
+
+
+class RelayPathMissing(NoRelayFound, FileNotFoundError):
+    """The relay directory or socket does not exist (a ``FileNotFoundError`` too)."""
+
+    def __init__(self, path: Path, directory: Path) -> None:
+        self.path = path
+        NoRelayFound.__init__(self, directory, f"{path} does not exist")
+
+
+# --- the real-Pi test kit (pi_ask_sdk.realpi) ---------------------------------------------------
+
+
+class PiNotInstalled(BridgeError, RuntimeError):
+    """The requested Pi flavour is not installed or cannot be (the message says why)."""
+
+    code: Literal["pi_not_installed"] = "pi_not_installed"
+
+
+class PiFailed(BridgeError, RuntimeError):
+    """Pi did not do what was expected in time (the message carries its stderr tail)."""
+
+    code: Literal["pi_failed"] = "pi_failed"

@@ -33,6 +33,7 @@ from typing import Any, Literal
 
 from pi_ask_core import AskResult
 from pi_ask_sdk.client import BridgeClient
+from pi_ask_sdk.errors import PiFailed, PiNotInstalled
 from pi_ask_sdk.standin import StandinThread, standin_extension_path
 
 __all__ = [
@@ -63,14 +64,6 @@ WAIT = 10.0
 
 _FLAVOUR_DIRS: dict[Flavour, str] = {"current": "node", "legacy": "node-legacy"}
 _STAMP = ".pi-ask-install-stamp"
-
-
-class PiNotInstalled(RuntimeError):
-    """The requested Pi flavour is not installed or cannot be (the message says why)."""
-
-
-class PiFailed(RuntimeError):
-    """Pi did not do what was expected in time (the message carries its stderr tail)."""
 
 
 @dataclass(frozen=True)

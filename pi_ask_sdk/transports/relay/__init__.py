@@ -45,6 +45,7 @@ from pi_ask_sdk.errors import (
     RelayConnectError,
     RelayError,
     RelayHandshakeError,
+    RelayPathMissing,
     RelayPathTooLong,
     UnsafeRelayPath,
 )
@@ -74,6 +75,7 @@ __all__ = [
     "RelayHandshakeError",
     "RelayHello",
     "RelayInfo",
+    "RelayPathMissing",
     "RelayPathTooLong",
     "RelayTransport",
     "UnsafeRelayPath",

@@ -14,7 +14,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Final
 
-from pi_ask_sdk.errors import AmbiguousRelay, NoRelayFound, RelayError, UnsafeRelayPath
+from pi_ask_sdk.errors import (
+    AmbiguousRelay,
+    NoRelayFound,
+    RelayError,
+    RelayPathMissing,
+    UnsafeRelayPath,
+)
 
 log: Final = logging.getLogger("pi_ask_sdk.relay")
 
@@ -59,8 +65,10 @@ def relay_dir(env: Mapping[str, str] | None = None) -> Path:
 
 def check_relay_dir(directory: Path) -> None:
     """Raise ``UnsafeRelayPath`` unless ``directory`` is a real directory owned by this uid
-    with no group/other permission bits (``FileNotFoundError`` if it does not exist)."""
+    with no group/other permission bits (``RelayPathMissing``, a ``FileNotFoundError`` too, if
+    it does not exist)."""
     _check_private(
+        directory,
         directory,
         stat.S_ISDIR,
         "it is not a directory (symlinks are refused)",
@@ -70,16 +78,24 @@ def check_relay_dir(directory: Path) -> None:
 
 def check_relay_socket(path: Path) -> None:
     """Raise ``UnsafeRelayPath`` unless ``path`` is a socket owned by this uid with mode 0600
-    (``FileNotFoundError`` if it does not exist). Checks its directory first."""
+    (``RelayPathMissing``, a ``FileNotFoundError`` too, if it does not exist). Checks its
+    directory first."""
     check_relay_dir(path.parent)
-    _check_private(path, stat.S_ISSOCK, "it is not a Unix socket", "a relay socket must be 0600")
+    _check_private(
+        path, path.parent, stat.S_ISSOCK, "it is not a Unix socket", "a relay socket must be 0600"
+    )
 
 
 def _check_private(
-    path: Path, is_kind: Callable[[int], bool], wrong_kind: str, wrong_mode: str
+    path: Path, directory: Path, is_kind: Callable[[int], bool], wrong_kind: str, wrong_mode: str
 ) -> None:
     """``path`` (not followed if a link) is of the expected kind, ours, and private."""
-    st = os.lstat(path)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError as exc:
+        raise RelayPathMissing(path, directory) from exc
+    except OSError as exc:
+        raise UnsafeRelayPath(path, f"it cannot be inspected ({exc.strerror or exc})") from exc
     if not is_kind(st.st_mode):
         raise UnsafeRelayPath(path, wrong_kind)
     uid = os.getuid()
@@ -127,6 +143,8 @@ def discover_relays(
         names = os.listdir(directory)
     except FileNotFoundError:
         return []
+    except OSError as exc:
+        raise UnsafeRelayPath(directory, f"it cannot be listed ({exc.strerror or exc})") from exc
     found: list[RelayInfo] = []
     forwarded: list[RelayInfo] = []
     for name in names:
