@@ -62,16 +62,32 @@ DecodedEvent: TypeAlias = StartedEvent | CompletedEvent | SubmitAck | SubmitReje
 _Typed: TypeAlias = type[StartedEvent] | type[CompletedEvent] | type[SubmitEvent]
 
 _JSON_TEXT: Final = (bytes, bytearray, memoryview, msgspec.Raw)
-_STARTED: Final = msgspec.json.Decoder(StartedEvent)
-_COMPLETED: Final = msgspec.json.Decoder(CompletedEvent)
-_SUBMIT: Final = msgspec.json.Decoder(SubmitEvent)
 _TYPES: Final[dict[str, _Typed]] = {
     STARTED: StartedEvent,
     COMPLETED: CompletedEvent,
     SUBMIT: SubmitEvent,
 }
-_ACK: Final = msgspec.json.Decoder(SubmitAck)
-_REJECTION: Final = msgspec.json.Decoder(SubmitRejection)
+
+
+class _Decoders:
+    """The JSON decoders, made on first use: building them costs milliseconds at import, and
+    an in-process bridge never decodes JSON text."""
+
+    __slots__ = ("ack", "completed", "rejection", "started", "submit")
+
+    def __init__(self) -> None:
+        self.started = msgspec.json.Decoder(StartedEvent)
+        self.completed = msgspec.json.Decoder(CompletedEvent)
+        self.submit = msgspec.json.Decoder(SubmitEvent)
+        self.ack = msgspec.json.Decoder(SubmitAck)
+        self.rejection = msgspec.json.Decoder(SubmitRejection)
+
+
+_ResultDecoder: TypeAlias = (
+    "msgspec.json.Decoder[SubmitAck] | msgspec.json.Decoder[SubmitRejection]"
+)
+_decoders: _Decoders | None = None
+_REFUSED: Final = b'"ok":false'
 _KNOWN: Final = frozenset((STARTED, COMPLETED, SUBMIT, SUBMIT_RESULT))
 
 
@@ -86,32 +102,43 @@ def decode_event(channel: str, raw: object) -> DecodedEvent | Skipped:
             if _is_version_one(raw.version):
                 return raw
         elif isinstance(raw, _JSON_TEXT):
-            try:
-                return _ACK.decode(raw)
-            except (msgspec.DecodeError, RecursionError):
-                pass
-            try:
-                return _REJECTION.decode(raw)
-            except (msgspec.DecodeError, RecursionError):
-                pass
+            decoders = _decoders or _make_decoders()
+            # A hint of which shape to try first (JSON.stringify writes no spaces); the other
+            # shape is still tried, so the hint never decides.
+            text = raw if isinstance(raw, (bytes, bytearray)) else bytes(raw)
+            order: tuple[_ResultDecoder, _ResultDecoder] = (decoders.ack, decoders.rejection)
+            if _REFUSED in text:
+                order = (decoders.rejection, decoders.ack)
+            for decoder in order:
+                try:
+                    return decoder.decode(raw)
+                except (msgspec.DecodeError, RecursionError):
+                    pass
     else:
         if isinstance(raw, _TYPES[channel]):
             if _is_version_one(raw.version):
                 return raw
         elif isinstance(raw, _JSON_TEXT):
+            decoders = _decoders or _make_decoders()
             try:
                 decoded: DecodedEvent = (
-                    _STARTED.decode(raw)
+                    decoders.started.decode(raw)
                     if channel == STARTED
-                    else _COMPLETED.decode(raw)
+                    else decoders.completed.decode(raw)
                     if channel == COMPLETED
-                    else _SUBMIT.decode(raw)
+                    else decoders.submit.decode(raw)
                 )
             except (msgspec.DecodeError, RecursionError):
                 pass
             else:
                 return decoded
     return _from_builtins(channel, raw)
+
+
+def _make_decoders() -> _Decoders:
+    global _decoders
+    _decoders = _Decoders()
+    return _decoders
 
 
 def _from_builtins(channel: str, raw: object) -> DecodedEvent | Skipped:

@@ -9,7 +9,7 @@ second one is refused locally with nothing sent.
 from __future__ import annotations
 
 import asyncio
-import uuid
+import os
 from collections import OrderedDict
 from typing import Literal, TypeAlias
 
@@ -31,49 +31,97 @@ __all__ = ["PendingSubmit", "SubmitBook"]
 class PendingSubmit:
     """Internal: the waiter a ``SubmitTicket`` refers to (armed before the submit is sent).
 
-    ``future`` gets the host's verdict (or why it never will); ``completed`` the flow's
-    ``completed`` event once a submit is accepted (or why it never will), set through
-    ``completion``, in either order.
+    ``verdict`` is the host's ``submit-result`` (or why it never will come); ``ending`` the
+    flow's completion once a submit is accepted (or why it never will come), in either order.
+    Both are plain values: a future is made only when someone waits for a value not there yet
+    (an in-process host settles both inside the send, so nothing ever waits).
     """
 
-    __slots__ = ("_completion", "completed", "flow", "flow_id", "future", "owner", "request_id")
+    __slots__ = (
+        "_loop",
+        "_waiters",
+        "ending",
+        "flow",
+        "flow_id",
+        "owner",
+        "request_id",
+        "verdict",
+    )
 
     def __init__(
         self,
         owner: object,
         request_id: str,
         flow_id: FlowId,
-        future: asyncio.Future[SubmitResultEvent | ConnectionLostReason],
+        loop: asyncio.AbstractEventLoop,
     ) -> None:
         self.owner = owner
         self.request_id = request_id
         self.flow_id = flow_id
-        self.future = future
-        self.completed: asyncio.Future[FlowCompleted | ConnectionLostReason] = (
-            future.get_loop().create_future()
-        )
-        self._completion: FlowCompleted | None = None
+        self._loop = loop
+        self._waiters: list[asyncio.Future[None]] | None = None
+        self.verdict: SubmitResultEvent | ConnectionLostReason | None = None
+        self.ending: FlowCompleted | ConnectionLostReason | None = None
         self.flow: FlowView | None = None  # the open form, kept from acceptance to completion
 
-    @property
-    def completion(self) -> FlowCompleted | None:
-        return self._completion
+    def decide(self, verdict: SubmitResultEvent) -> None:
+        if self.verdict is None:
+            self.verdict = verdict
+            self._wake()
 
-    @completion.setter
-    def completion(self, completion: FlowCompleted) -> None:
-        self._completion = completion
-        if not self.completed.done():
-            self.completed.set_result(completion)
+    def complete(self, completion: FlowCompleted) -> None:
+        if self.ending is None:
+            self.ending = completion
+            self._wake()
 
     def lose(self, reason: ConnectionLostReason) -> None:
         """No verdict, or no completion after an acceptance, will come."""
-        if not self.future.done():
-            self.future.set_result(reason)
-        if not self.completed.done():
-            self.completed.set_result(reason)
+        if self.verdict is None:
+            self.verdict = reason
+        if self.ending is None:
+            self.ending = reason
+        self._wake()
+
+    async def wait_verdict(self, timeout: float) -> bool:
+        """Whether the verdict is there within ``timeout`` seconds."""
+        while self.verdict is None:
+            if not await self._wait(timeout):
+                return self.verdict is not None
+        return True
+
+    async def wait_ending(self, deadline: float) -> bool:
+        """Whether the ending is there by the loop time ``deadline``."""
+        while self.ending is None:
+            if not await self._wait(deadline - self._loop.time()):
+                return self.ending is not None
+        return True
+
+    async def _wait(self, timeout: float) -> bool:
+        """Wait for the next change, at most ``timeout`` seconds; False when the time ran out."""
+        if timeout <= 0:
+            return False
+        waiter: asyncio.Future[None] = self._loop.create_future()
+        if self._waiters is None:
+            self._waiters = []
+        self._waiters.append(waiter)
+        try:
+            await asyncio.wait_for(waiter, timeout)
+        except asyncio.TimeoutError:
+            return False
+        finally:
+            waiters = self._waiters
+            if waiters is not None and waiter in waiters:
+                waiters.remove(waiter)
+        return True
+
+    def _wake(self) -> None:
+        waiters, self._waiters = self._waiters, None
+        for waiter in waiters or ():
+            if not waiter.done():
+                waiter.set_result(None)
 
     def __repr__(self) -> str:
-        state = "done" if self.future.done() else "waiting"
+        state = "waiting" if self.verdict is None else "done"
         return f"<PendingSubmit {self.request_id!r} {state}>"
 
 
@@ -105,7 +153,8 @@ class SubmitBook:
     def request_id(self, prefix: str, request_id: str | None) -> str:
         """``request_id`` checked (free, non-empty, UTF-8 safe), or a fresh uuid4-based one."""
         if request_id is None:
-            return f"{prefix}-{uuid.uuid4().hex}"
+            # 128 random bits, as hex (what uuid4().hex gives, minus its fixed bits, faster)
+            return f"{prefix}-{os.urandom(16).hex()}"
         if not isinstance(request_id, str) or not request_id:
             raise InvalidRequestId(str(request_id), "must be a non-empty string")
         if request_id in self.pending:
@@ -123,7 +172,7 @@ class SubmitBook:
     def arm(
         self, owner: object, request_id: str, flow_id: FlowId, loop: asyncio.AbstractEventLoop
     ) -> PendingSubmit:
-        pending = PendingSubmit(owner, request_id, flow_id, loop.create_future())
+        pending = PendingSubmit(owner, request_id, flow_id, loop)
         self.pending[request_id] = pending
         return pending
 
@@ -150,10 +199,10 @@ class SubmitBook:
         """Hand ``completion`` to every waiter of ``flow_id``, and remember it completed."""
         accepted = self.closed.get(flow_id)
         if isinstance(accepted, PendingSubmit):
-            accepted.completion = completion
+            accepted.complete(completion)
         for pending in self.pending.values():
             if pending.flow_id == flow_id:
-                pending.completion = completion
+                pending.complete(completion)
         self.remember(flow_id, "completed")
 
     def remember(self, flow_id: FlowId, closed: Closed) -> None:

@@ -254,18 +254,26 @@ class BridgeClient:
         pending = ticket._pending
         if pending.owner is not self:
             raise UnknownTicket(ticket.request_id)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        if not await _settled(pending.future, timeout):
-            return SubmitTimedOut(ticket, timeout)
-        verdict = pending.future.result()
+        if pending.verdict is None:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + timeout
+            if not await pending.wait_verdict(timeout):
+                return SubmitTimedOut(ticket, timeout)
+        else:
+            deadline = None
+        verdict = pending.verdict
+        assert verdict is not None
         if isinstance(verdict, str):
             return SubmitLost(ticket.flow_id, verdict, ticket)
         if not isinstance(verdict, SubmitAck):
             return SubmitRejected(ticket, verdict.error, verdict.message)
-        if not await _settled(pending.completed, deadline - loop.time()):
-            return SubmitTimedOut(ticket, timeout, acknowledged=True)
-        completion = pending.completed.result()
+        if pending.ending is None:
+            if deadline is None:
+                deadline = asyncio.get_running_loop().time() + timeout
+            if not await pending.wait_ending(deadline):
+                return SubmitTimedOut(ticket, timeout, acknowledged=True)
+        completion = pending.ending
+        assert completion is not None
         if isinstance(completion, str):
             return SubmitLost(ticket.flow_id, completion, ticket, acknowledged=True)
         return SubmitAccepted(ticket, completion)
@@ -389,8 +397,7 @@ class BridgeClient:
             self._book.accepted(pending, self._open.pop(flow_id, None))
         elif ack.error == "flow_not_found":
             self._open.pop(flow_id, None)
-        if not pending.future.done():
-            pending.future.set_result(ack)
+        pending.decide(ack)
 
     def _drop_everything(self, reason: ConnectionLostReason) -> None:
         self._book.lose_all(reason)
@@ -408,16 +415,6 @@ class BridgeClient:
                 event_stream._push(end)
 
     def _publish(self, event: BridgeEvent) -> None:
-        for stream in list(self._event_streams):
-            stream._push(event)
-
-
-async def _settled(future: asyncio.Future[T], timeout: float) -> bool:
-    """Whether ``future`` is done within ``timeout`` seconds (never cancelling it)."""
-    if future.done():  # ready now: no timer (see ClientStream.next)
-        return True
-    try:
-        await asyncio.wait_for(asyncio.shield(future), max(timeout, 0.0))
-    except asyncio.TimeoutError:
-        return False
-    return True
+        if self._event_streams:  # a cheap test: iterating a WeakSet costs even when empty
+            for stream in list(self._event_streams):
+                stream._push(event)

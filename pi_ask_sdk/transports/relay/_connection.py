@@ -127,7 +127,7 @@ class _Protocol(asyncio.Protocol):
     def _line(self, line: bytes) -> None:
         if self.session_end is not None:
             return  # the session is over: nothing after its session_end counts
-        if not line.strip():
+        if not line or line.isspace():  # (strip() would copy the line)
             return
         try:
             envelope = _decode_envelope(line)

@@ -21,7 +21,9 @@ DEFAULT_MAX_LINE_BYTES: Final = 64 * 1024 * 1024
 _EMIT_PREFIX: Final = b'{"type":"emit","channel":"pi-agent-ask:submit","data":'
 
 
-class RelayHello(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag="hello"):
+class RelayHello(
+    msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="type", tag="hello"
+):
     """The relay's greeting: Pi's pid and cwd, Pi's version, the socket path."""
 
     protocol: int
@@ -36,7 +38,7 @@ class RelayHello(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", ta
     the same through a forwarded socket, where Pi's pid means nothing on this machine."""
 
 
-class _Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag="event"):
+class _Event(msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="type", tag="event"):
     channel: str
     data: msgspec.Raw
     replay: bool = False
@@ -45,15 +47,19 @@ class _Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag="e
     when the relay cannot tell, e.g. a submit emitted inside Pi)."""
 
 
-class _SessionEnd(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag="session_end"):
+class _SessionEnd(
+    msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="type", tag="session_end"
+):
     reason: str = "unknown"
 
 
-class _Error(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag="error"):
+class _Error(msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="type", tag="error"):
     code: str = "unknown"
     message: str = ""
 
 
+# The envelopes hold only strings, numbers and raw JSON: never a cycle, so the garbage collector
+# need not track them (fewer tracked objects per line, fewer collections).
 _Envelope = RelayHello | _Event | _SessionEnd | _Error
 
 _ENVELOPE: Final = msgspec.json.Decoder(_Envelope)
