@@ -29,7 +29,8 @@
         │       ├── RelayPathTooLong   longer than a Unix socket path may be
         │       └── RelayConnectError  connecting failed (errno kept, the OSError as cause)
         ├── PiNotInstalled             (also RuntimeError) the real-Pi kit: no such Pi
-        └── PiFailed                   (also RuntimeError) the real-Pi kit: Pi did not do it
+        ├── PiFailed                   (also RuntimeError) the real-Pi kit: Pi did not do it
+        └── TransportCheckFailed       (also AssertionError) testing.check_transport: a check failed
 
 An ``OSError`` met on the way is never raised as it is: it is wrapped in one of these, with the
 ``OSError`` as its ``__cause__``.
@@ -81,6 +82,7 @@ __all__ = [
     "RelayPathTooLong",
     "ResponseProblem",
     "SubmitRefused",
+    "TransportCheckFailed",
     "TransportUnavailable",
     "UnknownOption",
     "UnknownQuestion",
@@ -106,6 +108,7 @@ BridgeErrorCode = Literal[
     "transport_unavailable",
     "pi_not_installed",
     "pi_failed",
+    "transport_check_failed",
 ]
 
 ResponseProblem = AnswerRule
@@ -450,3 +453,14 @@ class PiFailed(BridgeError, RuntimeError):
     """Pi did not do what was expected in time (the message carries its stderr tail)."""
 
     code: Literal["pi_failed"] = "pi_failed"
+
+
+class TransportCheckFailed(BridgeError, AssertionError):
+    """A check of ``pi_ask_sdk.testing.check_transport`` failed: ``check`` names it."""
+
+    code: Literal["transport_check_failed"] = "transport_check_failed"
+
+    def __init__(self, check: str, problem: str) -> None:
+        self.check = check
+        self.problem = problem
+        super().__init__(f"Transport check {check!r} failed: {problem}.")
