@@ -45,12 +45,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal
 
 from pi_ask_core import AnswerRule, HostClosed, InvalidForm, PiAskError, SubmitRefused
 
 if TYPE_CHECKING:
+    from pathlib import Path  # only annotations: pathlib costs milliseconds to import
+
     from .transports.relay import RelayInfo
 
 __all__ = [
