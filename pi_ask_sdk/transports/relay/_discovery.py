@@ -32,6 +32,13 @@ _FORWARD_RE: Final = re.compile(r"^pi-(?!\d+\.sock$).+\.sock$")
 """A forwarded relay socket (``ssh -L``): ``pi-<label>.sock`` where the label is not a pid."""
 
 
+def local_socket_pid(name: str) -> int | None:
+    """The pid in a local relay socket's file name (``pi-<pid>.sock``); None for other names.
+    The one place that knows the pattern (the CLI's doctor and process listing use it too)."""
+    match = _SOCKET_RE.match(name)
+    return None if match is None else int(match.group(1))
+
+
 @dataclass(frozen=True, slots=True)
 class RelayInfo:
     """A relay socket of a live Pi process.
@@ -148,9 +155,8 @@ def discover_relays(
     found: list[RelayInfo] = []
     forwarded: list[RelayInfo] = []
     for name in names:
-        match = _SOCKET_RE.match(name)
-        if match is not None:
-            pid = int(match.group(1))
+        pid = local_socket_pid(name)
+        if pid is not None:
             if pid_alive(pid):
                 found.append(RelayInfo(pid, directory / name))
         elif _FORWARD_RE.match(name) and (directory / name in known or _accepts(directory / name)):
@@ -193,9 +199,9 @@ def resolve_relay(
     """
     if path is not None:
         sock = Path(os.path.abspath(path))
-        match = _SOCKET_RE.match(sock.name)
-        if match is not None:
-            return RelayInfo(int(match.group(1)), sock)
+        local_pid = local_socket_pid(sock.name)
+        if local_pid is not None:
+            return RelayInfo(local_pid, sock)
         return RelayInfo(0, sock, forwarded=True)
     directory = relay_dir() if directory is None else directory
     if pid is not None:
