@@ -16,7 +16,7 @@ The version rule is the core's (``pi_ask_core.answers``): ``version`` must be th
 
 from __future__ import annotations
 
-from typing import Final, Literal, TypeAlias, final
+from typing import Final, Literal, TypeAlias, final, overload
 
 import msgspec
 
@@ -91,8 +91,26 @@ _REFUSED: Final = b'"ok":false'
 _KNOWN: Final = frozenset((STARTED, COMPLETED, SUBMIT, SUBMIT_RESULT))
 
 
+@overload
+def decode_event(
+    channel: Literal["pi-agent-ask:started"], raw: object
+) -> StartedEvent | Skipped: ...
+@overload
+def decode_event(
+    channel: Literal["pi-agent-ask:completed"], raw: object
+) -> CompletedEvent | Skipped: ...
+@overload
+def decode_event(
+    channel: Literal["pi-agent-ask:submit-result"], raw: object
+) -> SubmitAck | SubmitRejection | Skipped: ...
+@overload
+def decode_event(channel: Literal["pi-agent-ask:submit"], raw: object) -> SubmitEvent | Skipped: ...
+@overload
+def decode_event(channel: str, raw: object) -> DecodedEvent | Skipped: ...
 def decode_event(channel: str, raw: object) -> DecodedEvent | Skipped:
-    """``raw`` on ``channel`` as its wire Struct, or ``Skipped`` with the reason. Never raises."""
+    """``raw`` on ``channel`` as its wire Struct, or ``Skipped`` with the reason. Never raises.
+
+    With a channel constant (``STARTED``, ...) the type checker knows which Struct comes back."""
     if type(raw) is Skipped:
         return raw
     if channel not in _KNOWN:
