@@ -64,6 +64,21 @@ STRUCTS: Final[tuple[type[msgspec.Struct], ...]] = (
 def json_schema() -> dict[str, object]:
     """JSON Schema (2020-12) of the four channels' payloads, with shared ``$defs``."""
     (schemas, components) = msgspec.json.schema_components(PAYLOADS, ref_template="#/$defs/{name}")
+    # msgspec leaves a constant with a default (``version: Literal[1] = 1``, ``ok``) optional, but
+    # the seed requires it in every payload (the TypedDict stubs agree).
+    for struct in PAYLOADS:
+        component = components[struct.__name__]
+        properties = component["properties"]
+        constants = [
+            key
+            for key, spec in properties.items()
+            if len(spec.get("enum", ())) == 1 and "default" in spec
+        ]
+        for key in constants:
+            del properties[key]["default"]
+        component["required"] = [
+            key for key in properties if key in constants or key in component["required"]
+        ]
     submit_result = {"anyOf": [schemas[3], schemas[4]]}
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",

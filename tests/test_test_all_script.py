@@ -52,3 +52,30 @@ def test_ci_refuses_to_narrow_the_matrix(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert "CI=true runs the whole matrix" in done.stderr
     assert "tox envs:" not in done.stdout
+
+
+def test_ci_with_every_interpreter_runs_the_whole_matrix_without_skipping(tmp_path: Path) -> None:
+    """The passing path, on a copy of the script whose tox only reports how it was called."""
+    root = tmp_path / "repo"
+    (root / "scripts").mkdir(parents=True)
+    (root / "scripts" / "test-all.sh").write_text(SCRIPT.read_text())
+    tox = root / ".venv-tools" / "bin" / "tox"
+    tox.parent.mkdir(parents=True)
+    tox.write_text('#!/bin/sh\necho "tox $* skip=$PI_ASK_SKIP_MISSING_INTERPRETERS"\n')
+    tox.chmod(0o755)
+    pyenv = fake_pyenv(tmp_path / "pyenv", [10, 11, 12, 13])
+    env = {**os.environ, "CI": "true", "PYENV_ROOT": str(pyenv)}
+    done = subprocess.run(
+        ["bash", str(root / "scripts" / "test-all.sh")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    matrix = "py313,py312,py311,py310,typing,lint,sdist,pi,pi-legacy,stress,ssh,web"
+    assert done.stdout.splitlines() == [
+        f"tox envs: {matrix}",
+        f"tox run -e {matrix} skip=false",
+    ]

@@ -22,6 +22,7 @@ from pi_ask_sdk.realpi import (
     PiFailed,
     PiNotInstalled,
     PiProcess,
+    PiRecord,
     install_pi,
     locate_pi,
     running_pi,
@@ -46,10 +47,10 @@ def load_form(source: str | None) -> Mapping[str, object]:
     return form
 
 
-def _wait_tool_result(pi: PiProcess, call_id: str, since: int) -> dict[str, object]:
+def _wait_tool_result(pi: PiProcess, call_id: str, since: int) -> PiRecord:
     """The ``tool_execution_end`` record of ``call_id``: the result Pi's agent receives."""
 
-    def done(record: dict[str, object]) -> bool:
+    def done(record: PiRecord) -> bool:
         return record.get("type") == "tool_execution_end" and record.get("toolCallId") == call_id
 
     # A person answers in their own time: wait in short bounded steps while Pi lives.

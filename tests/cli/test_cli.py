@@ -76,9 +76,9 @@ def test_demo_interactive_cancel_is_explicit() -> None:
         asyncio.run(run_demo(interactive=True, prompt=lambda _: next(typed), write=shown.append))
         == 0
     )
-    text = "\n".join(shown)
-    assert "cancel (explicit)" in text
-    assert "result: cancelled" in text or "cancelled" in text
+    assert shown[-3].endswith("\n  cancel (explicit)")
+    assert shown[-2].endswith(": accepted")
+    assert shown[-1] == "completed tool:call-demo-1\n  result: cancelled\n    (no answers)"
 
 
 def test_parse_choice_takes_numbers_and_values_never_labels() -> None:

@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import NoReturn
 
 from pi_ask_sdk import (
     Answer,
     AnswerBuilder,
-    BridgeClient,
     BridgeEvent,
     ClientStream,
     FlowView,
@@ -38,7 +36,7 @@ from pi_ask_sdk.realpi import (
 )
 from pi_ask_sdk.standin import standin_extension_path
 from pi_ask_sdk.testing import unchecked_answer
-from pi_ask_sdk.transports.relay import RelayTransport, relay_extension_path
+from pi_ask_sdk.transports.relay import relay_extension_path
 
 __all__ = [
     "FAUX_MODEL",
@@ -61,7 +59,6 @@ __all__ = [
     "next_event",
     "next_flow",
     "pi_env",
-    "relay_client",
     "running_pi",
     "settle",
     "single_question",
@@ -112,13 +109,6 @@ def pi_env(flavour: Flavour) -> PiEnv:
 
 TIMEOUT = 5.0
 """Upper bound of one wait on the SDK side in the tests."""
-
-
-@asynccontextmanager
-async def relay_client(socket: Path, **options: Any) -> AsyncIterator[BridgeClient]:
-    """A ``BridgeClient`` over a ``RelayTransport`` to ``socket``, closed afterwards."""
-    async with BridgeClient(RelayTransport(socket, **options)) as client:
-        yield client
 
 
 async def next_flow(stream: ClientStream[FlowView], flow_id: str) -> FlowView:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -72,5 +73,6 @@ def test_own_host_extension_is_driven_by_tool_calls(
         result = pi.result(flow_id)
         assert result.cancelled
         assert result.answers == {}
-        names = {c["name"] for c in pi.request({"type": "get_commands"})["data"]["commands"]}
+        commands = pi.request({"type": "get_commands"})["data"]["commands"]
+        names = {c["name"] for c in cast("list[dict[str, str]]", commands)}
         assert not any(n.startswith("pi-ask-test") for n in names)  # faux model only

@@ -37,7 +37,6 @@ from tests.integration.pi_process import (
     invalid_answer,
     next_event,
     next_flow,
-    relay_client,
     single_question,
 )
 
@@ -63,7 +62,7 @@ SUBMIT_LINE = (
 
 @pytest.mark.asyncio
 async def test_started_submit_result_and_completed(module_pi: PiProcess) -> None:
-    async with relay_client(module_pi.socket_path) as client:
+    async with module_pi.client() as client:
         transport = client.transport
         assert isinstance(transport, RelayTransport)
         assert transport.hello is not None
@@ -104,7 +103,7 @@ async def test_started_submit_result_and_completed(module_pi: PiProcess) -> None
 async def test_invalid_submit_keeps_form_open_then_corrected_one_succeeds(
     module_pi: PiProcess,
 ) -> None:
-    async with relay_client(module_pi.socket_path) as client:
+    async with module_pi.client() as client:
         flows = client.flows()
         flow_id = module_pi.open_form(single_question())
         flow = await next_flow(flows, flow_id)
@@ -124,7 +123,7 @@ async def test_invalid_submit_keeps_form_open_then_corrected_one_succeeds(
 
 @pytest.mark.asyncio
 async def test_cancel_from_the_bridge_and_from_pi(module_pi: PiProcess) -> None:
-    async with relay_client(module_pi.socket_path) as client:
+    async with module_pi.client() as client:
         flows = client.flows()
         events = client.events()
         first = module_pi.open_form(single_question())
@@ -149,7 +148,7 @@ async def test_late_join_replays_open_forms(module_pi: PiProcess) -> None:
     first = module_pi.open_form(single_question(), tool_call_id="late-1")
     second = module_pi.open_form(single_question("other"))
     try:
-        async with relay_client(module_pi.socket_path) as client:
+        async with module_pi.client() as client:
             # replays arrive with hello: open when open() returns
             assert list(client.open_flows)[-2:] == [first, second]
             view = client.open_flows[FlowId(first)]
@@ -165,8 +164,8 @@ async def test_late_join_replays_open_forms(module_pi: PiProcess) -> None:
 @pytest.mark.asyncio
 async def test_two_bridges_race_exactly_one_wins(module_pi: PiProcess) -> None:
     async with (
-        relay_client(module_pi.socket_path) as one,
-        relay_client(module_pi.socket_path) as two,
+        module_pi.client() as one,
+        module_pi.client() as two,
     ):
         flows_one, flows_two = one.flows(), two.flows()
         flow_id = module_pi.open_form(single_question())
@@ -189,7 +188,7 @@ async def test_two_bridges_race_exactly_one_wins(module_pi: PiProcess) -> None:
 
 @pytest.mark.asyncio
 async def test_tool_call_from_the_faux_model_returns_the_answer(module_pi: PiProcess) -> None:
-    async with relay_client(module_pi.socket_path) as client:
+    async with module_pi.client() as client:
         flows = client.flows()
         since = module_pi.mark()
         module_pi.prompt("CALL ask_user#tc-e2e " + json.dumps(single_question()))
@@ -262,7 +261,7 @@ async def test_malformed_lines_and_forbidden_channel_leave_pi_unaffected(
         await asyncio.wait_for(writer.wait_closed(), TIMEOUT)
     # Pi is fine, and the SDK still works on it
     assert module_pi.request({"type": "get_state"})["success"] is True
-    async with relay_client(module_pi.socket_path) as client:
+    async with module_pi.client() as client:
         flows = client.flows()
         flow_id = module_pi.open_form(single_question())
         flow = await next_flow(flows, flow_id)
@@ -327,7 +326,7 @@ async def test_clients_that_vanish_or_stop_reading_leave_pi_unaffected(
     stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     stalled.connect(str(module_pi.socket_path))
     try:
-        async with relay_client(module_pi.socket_path) as client:
+        async with module_pi.client() as client:
             flows = client.flows()
             vanishing.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             vanishing.close()  # RST while the relay is writing to it

@@ -29,7 +29,6 @@ from tests.integration.pi_process import (
     make_private_dir,
     next_event,
     next_flow,
-    relay_client,
     running_pi,
     single_question,
 )
@@ -39,7 +38,7 @@ pytestmark = pytest.mark.pi
 
 @pytest.mark.asyncio
 async def test_new_session_ends_forms_then_reconnects_and_replays(fresh_pi: PiProcess) -> None:
-    async with relay_client(fresh_pi.socket_path) as client:
+    async with fresh_pi.client() as client:
         transport = client.transport
         assert isinstance(transport, RelayTransport)
         flows, events = client.flows(), client.events()
@@ -75,7 +74,7 @@ async def test_new_session_ends_forms_then_reconnects_and_replays(fresh_pi: PiPr
 
 @pytest.mark.asyncio
 async def test_pi_quitting_ends_the_client(fresh_pi: PiProcess) -> None:
-    async with relay_client(fresh_pi.socket_path) as client:
+    async with fresh_pi.client() as client:
         flows, events = client.flows(), client.events()
         flow = await next_flow(flows, fresh_pi.open_form(single_question()))
         fresh_pi.stop()  # closes stdin: session_shutdown "quit", then Pi exits
@@ -94,7 +93,7 @@ async def test_pi_quitting_ends_the_client(fresh_pi: PiProcess) -> None:
 
 @pytest.mark.asyncio
 async def test_pi_dying_fails_a_pending_await_result(fresh_pi: PiProcess) -> None:
-    async with relay_client(fresh_pi.socket_path) as client:
+    async with fresh_pi.client() as client:
         flows, events = client.flows(), client.events()
         flow = await next_flow(flows, fresh_pi.open_form(single_question()))
         fresh_pi.kill(signal.SIGSTOP)  # Pi cannot acknowledge ...

@@ -13,12 +13,13 @@ import os
 import socket
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 import pytest
 
 from pi_ask_core import InvalidForm, parse_form
+from pi_ask_sdk.realpi import PiRecord
 from tests.integration.pi_process import (
     TIMEOUT,
     PiEnv,
@@ -153,7 +154,7 @@ def tool_pi(
         yield pi
 
 
-def tool_call(pi: PiProcess, call_id: str, params: object) -> dict[str, Any]:
+def tool_call(pi: PiProcess, call_id: str, params: object) -> PiRecord:
     since = pi.mark()
     pi.prompt(f"CALL ask_user#{call_id} {json.dumps(params)}")
     return pi.wait_record(
@@ -271,7 +272,8 @@ def test_python_side_gone_ends_an_open_tool_call_as_cancelled(
 
 def commands_of(pi: PiProcess) -> set[str]:
     response = pi.request({"type": "get_commands"})
-    return {c["name"] for c in response["data"]["commands"]}
+    commands = cast("list[dict[str, str]]", response["data"]["commands"])
+    return {c["name"] for c in commands}
 
 
 def test_the_extension_is_off_without_its_variable(

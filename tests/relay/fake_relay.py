@@ -100,7 +100,8 @@ class FakeRelay:
             elif isinstance(decoded, CompletedEvent):
                 self._open.pop(decoded.flow_id, None)
             event = {"type": "event", "channel": channel, "data": payload, "replay": False}
-            self.send_line(json.dumps(event).encode() + b"\n")
+            # Raw UTF-8, as the relay writes it: U+2028/U+2029 stay unescaped inside strings.
+            self.send_line(json.dumps(event, ensure_ascii=False).encode() + b"\n")
 
         return forward
 
@@ -126,7 +127,7 @@ class FakeRelay:
                 "data": payload,
                 "replay": True,
             }
-            writer.write(json.dumps(event).encode() + b"\n")
+            writer.write(json.dumps(event, ensure_ascii=False).encode() + b"\n")
             if self.cut_replays:
                 self.cut_replays -= 1
                 await writer.drain()

@@ -46,7 +46,7 @@ async def test_a_form_is_answered_end_to_end(relay: FakeRelay) -> None:
         flows = client.flows()
         relay.open_form(FORM, "call-1")
         flow = await flows.next(timeout=T)
-        assert str(flow.title) == "Deploy\u2028now?"  # U+2028 inside JSON survives the framing
+        assert str(flow.title) == "Deploy\u2028now?"
         deploy = flow.question("deploy")
         bad = AnswerBuilder(flow).select(deploy, deploy.value("yes")).build()
         outcome = await client.respond(flow, bad, timeout=T)
@@ -59,6 +59,52 @@ async def test_a_form_is_answered_end_to_end(relay: FakeRelay) -> None:
         "mode": "submit",
         "answers": {"deploy": {"values": ["yes"]}},
     }
+
+
+# Characters str.splitlines() would split on that JSON allows raw inside a string.
+LINE_BREAKS = "\u2028\u2029\x85"
+
+
+@pytest.mark.asyncio
+async def test_raw_line_separators_inside_json_strings_do_not_split_a_line(
+    relay: FakeRelay, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sent: list[bytes] = []
+    write = relay.send_line
+
+    def record(line: bytes) -> None:
+        sent.append(line)
+        write(line)
+
+    monkeypatch.setattr(relay, "send_line", record)
+    form = {
+        "title": f"a{LINE_BREAKS}b",
+        "questions": [
+            {
+                "id": "deploy",
+                "prompt": f"Deploy{LINE_BREAKS}?",
+                "options": [{"value": "yes", "label": "Yes"}, {"value": "no", "label": "No"}],
+            }
+        ],
+    }
+    async with BridgeClient(RelayTransport(relay.path)) as client:
+        flows = client.flows()
+        await relay.wait_connected()
+        relay.open_form(form, "call-raw")
+        relay.open_form(FORM, "call-next")
+        first = await flows.next(timeout=T)
+        second = await flows.next(timeout=T)
+    # The relay wrote the separators as raw UTF-8 bytes, one event per \n-terminated line.
+    [started_raw, started_next] = sent
+    for char in LINE_BREAKS:
+        assert char.encode() in started_raw
+    assert started_raw.count(b"\n") == 1
+    assert started_raw.endswith(b"\n")
+    assert b"\\u2028" not in started_raw
+    assert (first.flow_id, str(first.title)) == ("tool:call-raw", f"a{LINE_BREAKS}b")
+    assert str(first.question("deploy").prompt) == f"Deploy{LINE_BREAKS}?"
+    assert second.flow_id == "tool:call-next"
+    assert started_next.startswith(b'{"type": "event"')
 
 
 @pytest.mark.asyncio

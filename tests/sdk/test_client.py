@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
+import sys
 
 import msgspec
 import pytest
@@ -63,7 +65,7 @@ async def test_accepted_in_either_order_carries_the_completion(fake: FakeHost) -
         outcome = await client.await_result(ticket, timeout=TIMEOUT)
     assert isinstance(outcome, SubmitAccepted)
     assert outcome.ticket is ticket
-    assert outcome.completion.flow is flow or outcome.completion.flow == flow
+    assert outcome.completion.flow is flow
     assert outcome.completion.result.answers["deploy"].values == ["yes"]
     assert not outcome.completion.result.cancelled
     submit = fake.submits[0]
@@ -524,14 +526,27 @@ async def test_foreign_thread_deliveries_are_handed_to_the_loop() -> None:
     assert flow.flow_id == "tool:thread"
 
 
-def test_connect_without_relay_is_a_typed_error_or_uses_the_factory() -> None:
+RELAY_MODULE = "pi_ask_sdk.transports.relay"
+
+
+def test_connect_uses_the_factory_it_is_given() -> None:
     transport = ScriptedTransport()
     assert BridgeClient.connect(lambda: transport).transport is transport
-    try:
-        import pi_ask_sdk.transports.relay  # noqa: F401
-    except ModuleNotFoundError:
-        with pytest.raises(TransportUnavailable):
-            BridgeClient.connect()
+
+
+def test_connect_without_a_factory_uses_relay_discovery(monkeypatch: pytest.MonkeyPatch) -> None:
+    transport = ScriptedTransport()
+    relay = importlib.import_module(RELAY_MODULE)
+    monkeypatch.setattr(relay, "discover", lambda: transport)
+    assert BridgeClient.connect().transport is transport
+
+
+def test_connect_without_the_relay_module_is_a_typed_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, RELAY_MODULE, None)  # as if it were not installed
+    with pytest.raises(TransportUnavailable, match="No relay transport is installed"):
+        BridgeClient.connect()
 
 
 @pytest.mark.asyncio

@@ -29,7 +29,6 @@ from tests.integration.pi_process import (
     choose,
     next_event,
     next_flow,
-    relay_client,
     running_pi,
     single_question,
 )
@@ -96,6 +95,27 @@ def raw_client(path: Path, **options: Any) -> Iterator[RawClient]:
         client.close()
 
 
+def read_slowly(client: RawClient, count: int, deadline: float) -> None:
+    """Read 64 KiB at a time with short pauses until ``count`` started events have arrived.
+
+    Each line is parsed once (re-parsing the whole buffer per chunk would itself stall the
+    reader for seconds on 12 MB).
+    """
+    seen, scanned = 0, 0
+    while seen < count:
+        assert time.monotonic() < deadline, f"only {seen} of {count} started events arrived"
+        got = client.read_some(64 * 1024, TIMEOUT)
+        assert got > 0, "the slow reader was dropped"
+        end = client.buffer.rfind(b"\n")
+        if end >= scanned:
+            for line in client.buffer[scanned:end].split(b"\n"):
+                if line.strip():
+                    message = json.loads(line)
+                    seen += message.get("channel") == "pi-agent-ask:started"
+            scanned = end + 1
+        time.sleep(0.005)  # a slow reader: not a synchronisation
+
+
 def events_of(lines: list[dict[str, Any]], channel: str) -> list[dict[str, Any]]:
     return [m["data"] for m in lines if m.get("type") == "event" and m.get("channel") == channel]
 
@@ -132,7 +152,7 @@ async def test_a_9_mb_form_reaches_a_client_and_is_answered(module_pi: PiProcess
             }
         ],
     }
-    async with relay_client(module_pi.socket_path) as client:
+    async with module_pi.client() as client:
         flows = client.flows()
         flow_id = module_pi.open_form(form)
         flow = await next_flow(flows, flow_id)
@@ -145,7 +165,7 @@ async def test_a_9_mb_form_reaches_a_client_and_is_answered(module_pi: PiProcess
 @pytest.mark.asyncio
 async def test_ten_1_mb_forms_open_at_join_time_are_all_replayed(fresh_pi: PiProcess) -> None:
     opened = [fresh_pi.open_form(big_form(MB), tool_call_id=f"big-{n}") for n in range(10)]
-    async with relay_client(fresh_pi.socket_path) as client:
+    async with fresh_pi.client() as client:
         assert list(client.open_flows) == opened
         transport = client.transport
         assert isinstance(transport, RelayTransport)
@@ -161,7 +181,7 @@ async def test_ten_1_mb_forms_open_at_join_time_are_all_replayed(fresh_pi: PiPro
 @pytest.mark.asyncio
 async def test_a_burst_of_1000_cancels_is_answered_one_by_one(fresh_pi: PiProcess) -> None:
     forms = [fresh_pi.open_form(big_form(100_000), tool_call_id=f"b{n}") for n in range(20)]
-    async with relay_client(fresh_pi.socket_path) as client:
+    async with fresh_pi.client() as client:
         events = client.events()
         with raw_client(fresh_pi.socket_path) as raw:
             burst = b"".join(
@@ -216,19 +236,20 @@ async def test_a_slow_reader_gets_everything_and_a_stalled_one_is_dropped(
             raw_client(pi.socket_path, rcvbuf=4096) as slow,
             raw_client(pi.socket_path, rcvbuf=4096) as stalled,
         ):
-            async with relay_client(pi.socket_path) as client:
+            async with pi.client() as client:
                 flows = client.flows()
+                # The slow reader reads on its own thread from before the first form, so its
+                # pauses stay far shorter than the stall window however busy the machine is
+                # (run_in_executor submits now; the opens below do not yield to the loop).
+                slow_reading = asyncio.get_running_loop().run_in_executor(
+                    None, read_slowly, slow, 12, time.monotonic() + 8 * TIMEOUT
+                )
                 opened = [pi.open_form(big_form(MB), tool_call_id=f"s{n}") for n in range(12)]
                 for flow_id in opened:
                     await next_flow(flows, flow_id)
-                # The slow reader takes 64 KiB at a time with pauses shorter than the stall
-                # window; by now it holds far more than 8 MiB unread.
-                deadline = time.monotonic() + 8 * TIMEOUT
-                while len(events_of(slow.lines(), "pi-agent-ask:started")) < len(opened):
-                    assert time.monotonic() < deadline
-                    got = await asyncio.to_thread(slow.read_some, 64 * 1024, TIMEOUT)
-                    assert got > 0, "the slow reader was dropped"
-                    await asyncio.sleep(0.005)  # a slow reader: not a synchronisation
+                # At 64 KiB per pause it takes ~1 s over 12 MiB: the relay held more than the
+                # 8 MiB mark for it all along, and it was never dropped (read_slowly checks EOF).
+                await asyncio.wait_for(slow_reading, 9 * TIMEOUT)
                 started = events_of(slow.lines(), "pi-agent-ask:started")
                 assert [s["flowId"] for s in started] == opened
                 # The stalled client read nothing: the relay drops it once the window passes.
@@ -251,8 +272,8 @@ async def test_two_bridges_with_the_same_request_id_each_get_their_own_verdict(
     module_pi: PiProcess,
 ) -> None:
     async with (
-        relay_client(module_pi.socket_path) as one,
-        relay_client(module_pi.socket_path) as two,
+        module_pi.client() as one,
+        module_pi.client() as two,
     ):
         flows_one, flows_two = one.flows(), two.flows()
         flow_id = module_pi.open_form(single_question())
@@ -279,7 +300,7 @@ async def test_two_bridges_with_the_same_request_id_each_get_their_own_verdict(
 async def test_a_form_with_lone_surrogates_reaches_the_bridge(module_pi: PiProcess) -> None:
     form = single_question()
     form["title"] = "Ship \ud83d now \ud83d\ude00 \ude00"
-    async with relay_client(module_pi.socket_path) as client:
+    async with module_pi.client() as client:
         flows = client.flows()
         flow_id = module_pi.open_form(form)  # json.dumps sends them as \ud83d escapes
         flow = await next_flow(flows, flow_id)
@@ -291,7 +312,7 @@ async def test_a_form_with_lone_surrogates_reaches_the_bridge(module_pi: PiProce
 @pytest.mark.asyncio
 async def test_deeply_nested_submits_leave_the_relay_and_pi_working(module_pi: PiProcess) -> None:
     depth = 100_000
-    async with relay_client(module_pi.socket_path) as client:
+    async with module_pi.client() as client:
         flows = client.flows()
         flow_id = module_pi.open_form(single_question())
         flow = await next_flow(flows, flow_id)
@@ -330,19 +351,19 @@ async def test_a_disposed_form_stops_being_replayed_after_flow_not_found(
     kept = fresh_pi.open_form(single_question(), tool_call_id="kept")
     gone = fresh_pi.open_form(single_question(), tool_call_id="gone")
     assert fresh_pi.dispose_form(gone)  # no completed event: the relay cannot know yet
-    async with relay_client(fresh_pi.socket_path) as client:
+    async with fresh_pi.client() as client:
         assert list(client.open_flows) == [kept, gone]
         flow = client.open_flows[FlowId(gone)]
         outcome = await client.respond(flow, choose(flow, "a"), timeout=TIMEOUT)
         assert isinstance(outcome, SubmitRejected)
         assert outcome.error == "flow_not_found"
-    async with relay_client(fresh_pi.socket_path) as later:
+    async with fresh_pi.client() as later:
         assert list(later.open_flows) == [kept]
 
 
 @pytest.mark.asyncio
 async def test_an_aborted_tool_call_stops_being_replayed(fresh_pi: PiProcess) -> None:
-    async with relay_client(fresh_pi.socket_path) as client:
+    async with fresh_pi.client() as client:
         flows = client.flows()
         since = fresh_pi.mark()
         fresh_pi.prompt("CALL ask_user#tc-abort " + json.dumps(single_question()))
@@ -352,7 +373,7 @@ async def test_an_aborted_tool_call_stops_being_replayed(fresh_pi: PiProcess) ->
             lambda r: r.get("type") == "tool_execution_end" and r.get("toolCallId") == "tc-abort",
             since=since,
         )
-    async with relay_client(fresh_pi.socket_path) as later:
+    async with fresh_pi.client() as later:
         assert "tool:tc-abort" not in later.open_flows
 
 
@@ -375,5 +396,5 @@ def test_a_relay_directory_too_long_for_a_socket_is_explained(
 @pytest.mark.asyncio
 async def test_the_replay_set_is_bounded_to_the_newest_forms(fresh_pi: PiProcess) -> None:
     opened = [fresh_pi.open_form(single_question(), tool_call_id=f"r{n}") for n in range(260)]
-    async with relay_client(fresh_pi.socket_path) as client:
+    async with fresh_pi.client() as client:
         assert list(client.open_flows) == opened[-256:]

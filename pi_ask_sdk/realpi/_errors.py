@@ -1,0 +1,8 @@
+r"""What goes wrong with a real Pi: ``PiNotInstalled`` and ``PiFailed``, defined with every other
+error in ``pi_ask_sdk.errors`` (``BridgeError``\ s that are ``RuntimeError``\ s too)."""
+
+from __future__ import annotations
+
+from pi_ask_sdk.errors import PiFailed, PiNotInstalled
+
+__all__ = ["PiFailed", "PiNotInstalled"]

@@ -1,0 +1,440 @@
+"""``PiProcess``: one Pi in RPC mode, its records read on a thread, every wait bounded."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import cast
+
+from typing_extensions import TypedDict, Unpack
+
+from pi_ask_core import AskResult
+from pi_ask_sdk.client import BridgeClient
+from pi_ask_sdk.standin import StandinThread, standin_extension_path
+
+from ._errors import PiFailed
+from ._install import PiEnv
+from ._records import PiRecord, StandinReport, report_of
+
+__all__ = ["FAUX_MODEL", "WAIT", "PiProcess", "RelayOptions", "make_private_dir"]
+
+FAUX_MODEL = "pi-ask-faux/scripted"
+"""The stand-in's scripted model: a prompt ``CALL ask_user#<id> <json>`` makes it call the tool."""
+
+WAIT = 10.0
+"""Default upper bound of one wait on Pi (seconds); Pi answers in milliseconds."""
+
+
+class RelayOptions(TypedDict, total=False):
+    """The ``RelayTransport`` options ``PiProcess.client()`` passes on (its socket is Pi's)."""
+
+    hello_timeout: float
+    reconnect: bool
+    reconnect_timeout: float
+    backoff_initial: float
+    backoff_max: float
+    max_line_bytes: int
+    foreign_results: bool
+
+
+def make_private_dir(path: Path, mode: int = 0o700) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    path.chmod(mode)
+    return path
+
+
+def _relay_extension() -> Path:
+    from pi_ask_sdk.transports.relay import relay_extension_path
+
+    return relay_extension_path()
+
+
+class PiProcess:
+    """One Pi process in RPC mode. Use as a context manager, or call ``stop()``.
+
+    Pi runs with ``--no-extensions`` (only the extensions given here load) unless
+    ``installed_packages``: then the packages ``pi install`` put in its agent directory
+    (``install_package``) load too.
+
+    With ``test_host`` (the default) it loads the stand-in host, backed by ``standin`` (a
+    ``StandinThread``; one of its own when not given), and the scripted model
+    ``pi-ask-faux/scripted``. With ``host_extension`` (a ``pi-agent-ask`` checkout or file) that
+    extension is the host instead; forms then open through the scripted model's tool calls.
+    """
+
+    def __init__(
+        self,
+        env: PiEnv,
+        workdir: Path,
+        *,
+        shared_tmp: Path | None = None,
+        relay_dir: Path | None = None,
+        relay: bool = True,
+        test_host: bool = True,
+        host_extension: Path | None = None,
+        standin: StandinThread | None = None,
+        present_single_as_multi: bool = False,
+        extra_env: Mapping[str, str] | None = None,
+        extra_args: Sequence[str] = (),
+        installed_packages: bool = False,
+    ) -> None:
+        self.env = env
+        self.workdir = workdir
+        self.home = make_private_dir(workdir / "home")
+        self.agent_dir = make_private_dir(workdir / "agent")
+        self.tmp = make_private_dir(shared_tmp if shared_tmp is not None else workdir / "tmp")
+        self.relay_dir = relay_dir if relay_dir is not None else workdir / "relay"
+        self.relay = relay
+        self.test_host = test_host
+        self.host_extension = host_extension
+        self.standin = standin
+        self._own_standin: StandinThread | None = None
+        self._present_single_as_multi = present_single_as_multi
+        self._tool_calls = 0
+        self.extra_env = dict(extra_env or {})
+        self.extra_args = list(extra_args)
+        self.installed_packages = installed_packages
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.records: list[PiRecord] = []
+        self.stderr_lines: list[str] = []
+        self._cond = threading.Condition()
+        self._ids = 0
+        self._lock = threading.RLock()
+        self._threads: list[threading.Thread] = []
+        self.exited = threading.Event()
+
+    # --- lifecycle ---
+
+    def command_line(self) -> list[str]:
+        args = [self.env.node, self.env.pi_cli, "--mode", "rpc", "--no-session"]
+        if not self.installed_packages:  # else: what `pi install` put in its agent directory
+            args.append("--no-extensions")
+        if self.relay:
+            args += ["-e", str(_relay_extension())]
+        if self.host_extension is not None:
+            args += ["-e", str(self.host_extension)]
+        if self.test_host or self.host_extension is not None:
+            args += ["-e", str(standin_extension_path()), "--model", FAUX_MODEL]
+        return args + self.extra_args
+
+    def environment(self) -> dict[str, str]:
+        env = {
+            key: value
+            for key, value in os.environ.items()
+            if not key.startswith(("PI_", "XDG_")) and key not in ("NODE_OPTIONS",)
+        }
+        env.update(
+            HOME=str(self.home),
+            PI_CODING_AGENT_DIR=str(self.agent_dir),
+            TMPDIR=str(self.tmp),
+            PI_OFFLINE="1",
+            PI_TELEMETRY="0",
+            PI_ASK_RELAY_DIR=str(self.relay_dir),
+        )
+        if self.host_extension is not None:
+            env["PI_ASK_STANDIN_FAUX"] = "1"  # the scripted model only: the host is theirs
+        elif self.test_host and self.standin is not None:
+            env.update(self.standin.environment())
+        env.update(self.extra_env)
+        return env
+
+    def install_package(self, source: str, *, timeout: float = 120) -> None:
+        """``pi install <source>`` into this Pi's own agent directory (before ``start``)."""
+        subprocess.run(
+            [self.env.node, self.env.pi_cli, "install", source],
+            env=self.environment(),
+            cwd=self.workdir,
+            capture_output=True,
+            timeout=timeout,
+            check=True,
+        )
+
+    def start(self) -> PiProcess:
+        if self.test_host and self.host_extension is None and self.standin is None:
+            self._own_standin = StandinThread(present_single_as_multi=self._present_single_as_multi)
+            self.standin = self._own_standin.start()
+        self.proc = subprocess.Popen(
+            self.command_line(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=self.workdir,
+            env=self.environment(),
+        )
+        for target in (self._read_stdout, self._read_stderr):
+            thread = threading.Thread(target=target, daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        return self
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    @property
+    def socket_path(self) -> Path:
+        return self.relay_dir / f"pi-{self.pid}.sock"
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, timeout: float = 5.0) -> int | None:
+        """Close stdin (Pi quits), wait; kill if it does not. Idempotent."""
+        proc = self.proc
+        if proc is None:
+            self._stop_standin()
+            return None
+        if proc.poll() is None:
+            try:
+                assert proc.stdin is not None
+                proc.stdin.close()
+            except OSError:
+                pass
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout)
+        for thread in self._threads:
+            thread.join(timeout)
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            if stream is not None and not stream.closed:
+                stream.close()
+        self._stop_standin()
+        return proc.returncode
+
+    def _stop_standin(self) -> None:
+        own, self._own_standin = self._own_standin, None
+        if own is not None:
+            own.stop()
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(sig)
+
+    def __enter__(self) -> PiProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # --- reading ---
+
+    def _read_stdout(self) -> None:
+        proc = self.proc
+        assert proc is not None
+        assert proc.stdout is not None
+        for raw in proc.stdout:  # bytes lines: split on b"\n" only
+            record: PiRecord
+            try:
+                decoded: object = json.loads(raw)
+            except ValueError:
+                record = {"type": "_non_json", "text": raw.decode("utf-8", "replace")}
+            else:
+                if isinstance(decoded, dict):
+                    record = cast(PiRecord, decoded)  # Pi's own JSON: the keys read are typed
+                else:
+                    record = {"type": "_non_json", "value": decoded}
+            with self._cond:
+                self.records.append(record)
+                self._cond.notify_all()
+        proc.wait()  # reap at once, so the pid is really gone
+        self.exited.set()
+        with self._cond:
+            self._cond.notify_all()
+
+    def _read_stderr(self) -> None:
+        proc = self.proc
+        assert proc is not None
+        assert proc.stderr is not None
+        for raw in proc.stderr:
+            with self._cond:
+                self.stderr_lines.append(raw.decode("utf-8", "replace").rstrip("\n"))
+
+    def stderr_tail(self, lines: int = 20) -> str:
+        with self._cond:
+            return "\n".join(self.stderr_lines[-lines:])
+
+    def wait_record(
+        self, predicate: Callable[[PiRecord], bool], *, since: int = 0, timeout: float = WAIT
+    ) -> PiRecord:
+        """The first record from index ``since`` on that matches; ``PiFailed`` at the deadline."""
+        deadline = time.monotonic() + timeout
+        index = since
+        with self._cond:
+            while True:
+                while index < len(self.records):
+                    record = self.records[index]
+                    index += 1
+                    if predicate(record):
+                        return record
+                left = deadline - time.monotonic()
+                if left <= 0 or (self.exited.is_set() and index >= len(self.records)):
+                    break
+                self._cond.wait(left)
+        why = "exited" if self.exited.is_set() else f"gave no matching record in {timeout:g} s"
+        raise PiFailed(f"Pi {why}; stderr:\n{self.stderr_tail()}")
+
+    def mark(self) -> int:
+        with self._cond:
+            return len(self.records)
+
+    # --- writing ---
+
+    def send(self, message: Mapping[str, object]) -> None:
+        proc = self.proc
+        assert proc is not None
+        assert proc.stdin is not None
+        proc.stdin.write(json.dumps(message).encode() + b"\n")
+        proc.stdin.flush()
+
+    def request(self, command: Mapping[str, object], *, timeout: float = WAIT) -> PiRecord:
+        """Send an RPC command and wait for its ``response`` record."""
+        with self._lock:
+            self._ids += 1
+            rid = f"h{self._ids}"
+        since = self.mark()
+        self.send({**command, "id": rid})
+        response = self.wait_record(
+            lambda r: r.get("type") == "response" and r.get("id") == rid,
+            since=since,
+            timeout=timeout,
+        )
+        if response.get("success") is False:
+            raise PiFailed(f"Pi refused {command.get('type')}: {response.get('error')}")
+        return response
+
+    def prompt(self, message: str, *, timeout: float = WAIT) -> PiRecord:
+        return self.request({"type": "prompt", "message": message}, timeout=timeout)
+
+    def test_command(self, name: str, args: str, *, timeout: float = WAIT) -> StandinReport:
+        """Run ``/pi-ask-test-<name> <args>`` and return its ``pi-ask-test`` report."""
+        with self._lock:
+            since = self.mark()
+            self.prompt(f"/pi-ask-test-{name} {args}", timeout=timeout)
+            record = self.wait_record(
+                lambda r: report_of(r, name) is not None, since=since, timeout=timeout
+            )
+        report = report_of(record, name)
+        assert report is not None
+        return report
+
+    def open_form(
+        self,
+        params: Mapping[str, object],
+        *,
+        tool_call_id: str | None = None,
+        timeout: float = WAIT,
+    ) -> str:
+        """Open a form; returns its flow id. Refused input raises ``PiFailed`` with the report.
+
+        With the stand-in host this runs ``/pi-ask-test-open`` and returns when the form is open.
+        With your own ``host_extension`` the scripted model calls ``ask_user`` instead (the flow
+        id is ``tool:<tool_call_id>``; it returns once the call was prompted).
+        """
+        if self.host_extension is not None:
+            return self.call_ask_user(params, tool_call_id=tool_call_id, timeout=timeout)
+        spec: dict[str, object] = {"params": params}
+        if tool_call_id is not None:
+            spec["toolCallId"] = tool_call_id
+        report = self.test_command("open", json.dumps(spec), timeout=timeout)
+        if not report.get("ok"):
+            raise PiFailed(f"the test host refused the form: {report}")
+        return str(report["flowId"])
+
+    def call_ask_user(
+        self,
+        params: Mapping[str, object],
+        *,
+        tool_call_id: str | None = None,
+        timeout: float = WAIT,
+    ) -> str:
+        """Make the scripted model call ``ask_user`` with ``params`` (a real tool call, whose
+        result goes back to Pi's agent); returns the flow id ``tool:<tool_call_id>`` at once."""
+        if tool_call_id is None:
+            self._tool_calls += 1
+            tool_call_id = f"pi-ask-call-{self._tool_calls}"
+        self.prompt(f"CALL ask_user#{tool_call_id} {json.dumps(params)}", timeout=timeout)
+        return f"tool:{tool_call_id}"
+
+    def set_local_answers(self, flow_id: str, answers: Mapping[str, object]) -> StandinReport:
+        """What the host's own user typed into ``flow_id`` (not a completion; a cancel reports
+        it). Returns the stand-in's report (``ok``, else ``error`` and ``message``)."""
+        spec = json.dumps({"flowId": flow_id, "answers": answers})
+        return self.test_command("local", spec)
+
+    def complete_form(self, flow_id: str, response: Mapping[str, object]) -> StandinReport:
+        """The host's own user submits ``response`` (a ``RemoteAskResponse``) on ``flow_id``.
+        Returns the stand-in's report (``ok`` and ``result``, else ``error`` and ``message``)."""
+        spec = json.dumps({"flowId": flow_id, "response": response})
+        return self.test_command("complete", spec)
+
+    def cancel_form(self, flow_id: str) -> bool:
+        return bool(self.test_command("cancel", flow_id).get("ok"))
+
+    def dispose_form(self, flow_id: str) -> bool:
+        return bool(self.test_command("dispose", flow_id).get("ok"))
+
+    def open_flow_ids(self) -> list[str]:
+        return list(self.test_command("list", "").get("flowIds", []))
+
+    def new_session(self, *, timeout: float = WAIT) -> PiRecord:
+        return self.request({"type": "new_session"}, timeout=timeout)
+
+    # --- results and clients ---
+
+    def result(self, flow_id: str, *, timeout: float = WAIT) -> AskResult:
+        """The ``AskResult`` of ``flow_id`` once it completed (waits up to ``timeout``).
+
+        With the stand-in host, from the host's ``completed`` event; with your own host, from the
+        ``ask_user`` tool result (tool flows only).
+        """
+        import msgspec
+
+        if self.standin is not None and self.host_extension is None:
+            try:
+                event = self.standin.server.wait_completed(flow_id, timeout=timeout)
+            except TimeoutError as error:
+                raise PiFailed(f"{error}; stderr:\n{self.stderr_tail()}") from None
+            return msgspec.convert(msgspec.to_builtins(event.result), AskResult)
+        call_id = flow_id.removeprefix("tool:")
+        record = self.wait_record(
+            lambda r: r.get("type") == "tool_execution_end" and r.get("toolCallId") == call_id,
+            timeout=timeout,
+        )
+        return msgspec.convert(record["result"]["details"], AskResult)
+
+    def client(self, **options: Unpack[RelayOptions]) -> BridgeClient:
+        """A ``BridgeClient`` over a ``RelayTransport`` to this Pi, not yet opened:
+        ``async with pi.client() as client: ...``."""
+        from pi_ask_sdk.transports.relay import RelayTransport
+
+        return BridgeClient(RelayTransport(self.socket_path, **options))
+
+    # --- the socket ---
+
+    def wait_socket(self, *, timeout: float = WAIT) -> Path:
+        """Poll (no event announces it) until the relay socket exists with mode 0600."""
+        path = self.socket_path
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                if stat.S_IMODE(os.lstat(path).st_mode) == 0o600:
+                    return path
+            except FileNotFoundError:
+                pass
+            if not self.alive():
+                raise PiFailed(
+                    f"Pi exited before its relay listened; stderr:\n{self.stderr_tail()}"
+                )
+            if time.monotonic() > deadline:
+                raise PiFailed(f"no relay socket {path} after {timeout:g} s:\n{self.stderr_tail()}")
+            time.sleep(0.005)

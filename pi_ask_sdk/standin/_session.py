@@ -1,0 +1,243 @@
+"""``StandinSession``: one Pi session on the link, its own bus and ``FlowHost``, and the
+``/pi-ask-test-*`` commands' reports."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from pi_ask_core import (
+    COMPLETED,
+    STARTED,
+    SUBMIT_RESULT,
+    CompletedEvent,
+    FlowHandle,
+    FlowHost,
+    FlowSource,
+    InvalidForm,
+    LocalEventBus,
+    PiAskError,
+    SubmitRefused,
+    decode_event,
+)
+from pi_ask_core.results import build_result
+
+from ._link import decode_line, encode_line
+
+if TYPE_CHECKING:
+    from ._server import StandinServer
+
+__all__ = ["StandinSession"]
+
+_log = logging.getLogger("pi_ask_sdk.standin")
+
+
+class _BadArguments(ValueError):
+    pass
+
+
+class StandinSession:
+    """One Pi session on the link: its own bus and ``FlowHost`` (``host``)."""
+
+    def __init__(self, server: StandinServer, writer: asyncio.StreamWriter) -> None:
+        self._server = server
+        self._writer = writer
+        self.pid: int | None = None
+        self.bus = LocalEventBus()
+        self.host: FlowHost | None = None
+        self._tools: dict[int, FlowHandle] = {}
+        for channel in (STARTED, COMPLETED, SUBMIT_RESULT):
+            self.bus.on(channel, self._forwarder(channel))
+
+    def _forwarder(self, channel: str) -> Callable[[object], None]:
+        def forward(data: object) -> None:
+            self._send({"type": "emit", "channel": channel, "data": data})
+            event = decode_event(channel, data)
+            if isinstance(event, CompletedEvent):
+                self._server._record(event)
+
+        return forward
+
+    def _send(self, message: Mapping[str, object]) -> None:
+        if not self._writer.is_closing():
+            self._writer.write(encode_line(message))
+
+    # --- messages from the extension ---
+
+    def handle(self, message: object) -> None:
+        if not isinstance(message, dict):
+            return
+        kind = message.get("type")
+        if kind == "hello":
+            self._hello(message)
+            return
+        host = self.host
+        if host is None:
+            _log.warning("stand-in link: %s before hello; ignored", kind)
+            return
+        ref = message.get("ref")
+        if kind == "submit":
+            host.handle_submit(message.get("data"))
+        elif kind == "command" and isinstance(ref, int):
+            name, args = message.get("name"), message.get("args")
+            report = self._command(host, str(name), args if isinstance(args, str) else "")
+            # FlowHost defers `started` with call_soon (as the extension does); report after it,
+            # so a form is on pi.events (and in the relay's replay set) when its open returns.
+            asyncio.get_running_loop().call_soon(
+                self._send, {"type": "report", "ref": ref, "report": report}
+            )
+        elif kind == "tool" and isinstance(ref, int):
+            self._tool(host, ref, message)
+        elif kind == "abort" and isinstance(ref, int):
+            handle = self._tools.get(ref)
+            if handle is not None:
+                handle.dispose()
+
+    def _hello(self, message: Mapping[str, object]) -> None:
+        if self.host is not None:
+            return
+        pid, cwd = message.get("pid"), message.get("cwd")
+        self.pid = pid if isinstance(pid, int) else None
+        self.host = FlowHost(
+            self.bus,
+            present_single_as_multi=self._server.present_single_as_multi,
+            cwd=cwd if isinstance(cwd, str) else None,
+            schedule=asyncio.get_running_loop().call_soon,
+        )
+        self._server._session_started(self)
+
+    def _tool(self, host: FlowHost, ref: int, message: Mapping[str, object]) -> None:
+        call_id = message.get("toolCallId")
+        try:
+            handle = host.start(
+                message.get("params"),
+                tool_call_id=call_id if isinstance(call_id, str) else None,
+                source="tool",
+            )
+        except InvalidForm as error:
+            if error.result is None:  # wrong JSON types: Pi's schema would refuse the call
+                self._send({"type": "error", "ref": ref, "message": str(error)})
+            else:
+                self._send(
+                    {"type": "result", "ref": ref, "text": str(error), "result": error.result}
+                )
+            return
+        except PiAskError as error:
+            self._send({"type": "error", "ref": ref, "message": str(error)})
+            return
+        cancelled = build_result(handle.form, {}, cancelled=True)
+        self._tools[ref] = handle
+        self._send({"type": "opened", "ref": ref, "flowId": handle.flow_id, "cancelled": cancelled})
+
+        def done(finished: FlowHandle) -> None:
+            self._tools.pop(ref, None)
+            result = finished.result or cancelled  # disposed (aborted): a cancelled result
+            text = msgspec.json.encode(result).decode()
+            self._send({"type": "result", "ref": ref, "text": text, "result": result})
+
+        handle.add_done_callback(done)
+
+    def _command(self, host: FlowHost, name: str, args: str) -> dict[str, object]:
+        if name == "open":
+            return self._open(host, args)
+        if name == "list":
+            return {
+                "command": "list",
+                "ok": True,
+                "flowIds": [h.flow_id for h in host.active_flows],
+            }
+        if name in ("local", "complete"):
+            return self._local(host, name, args)
+        flow_id = args.strip()
+        handle = host.get(flow_id)
+        if name == "cancel":
+            if handle is not None:
+                handle.cancel()
+            return {"command": "cancel", "ok": handle is not None, "flowId": flow_id}
+        if name == "dispose":
+            if handle is not None:
+                handle.dispose()
+            return {"command": "dispose", "ok": handle is not None, "flowId": flow_id}
+        return {
+            "command": name,
+            "ok": False,
+            "error": "bad_arguments",
+            "message": "unknown command",
+        }
+
+    def _local(self, host: FlowHost, name: str, args: str) -> dict[str, object]:
+        """The host's own user: typed answers (``local``) or a completion (``complete``)."""
+        try:
+            spec = decode_line(args.encode("utf-8", "surrogatepass"))
+        except (ValueError, RecursionError) as error:
+            spec = None
+            problem = f"not JSON: {error}"
+        else:
+            problem = 'expected a JSON object {"flowId", ...}'
+        flow_id = spec.get("flowId") if isinstance(spec, dict) else None
+        if not isinstance(spec, dict) or not isinstance(flow_id, str):
+            return {"command": name, "ok": False, "error": "bad_arguments", "message": problem}
+        handle = host.get(flow_id)
+        try:
+            if handle is None:
+                raise SubmitRefused("flow_not_found", f'No open flow "{flow_id}".')
+            if name == "local":
+                handle.set_local_answers(spec.get("answers"))
+                return {"command": name, "ok": True, "flowId": flow_id}
+            result = handle.complete(spec.get("response"))
+        except SubmitRefused as error:
+            report = {"command": name, "ok": False, "flowId": flow_id, "error": error.code}
+            return {**report, "message": error.message}
+        return {"command": name, "ok": True, "flowId": flow_id, "result": result}
+
+    def _open(self, host: FlowHost, args: str) -> dict[str, object]:
+        try:
+            spec = _open_spec(args, self._server.present_single_as_multi)
+        except _BadArguments as error:
+            return {"command": "open", "ok": False, "error": "bad_arguments", "message": str(error)}
+        call_id = spec.get("toolCallId")
+        source: FlowSource = "ask:resume" if spec.get("source") == "ask:resume" else "tool"
+        try:
+            handle = host.start(
+                spec.get("params"),
+                tool_call_id=call_id if isinstance(call_id, str) else None,
+                source=source,
+            )
+        except InvalidForm as error:
+            return {
+                "command": "open",
+                "ok": False,
+                "error": error.kind,
+                "issues": [{"path": i.path, "message": i.message} for i in error.issues],
+                "message": str(error),
+            }
+        except PiAskError as error:
+            return {"command": "open", "ok": False, "error": error.code, "message": str(error)}
+        return {"command": "open", "ok": True, "flowId": handle.flow_id}
+
+    def closed(self) -> None:
+        if self.host is not None:
+            self.host.close()
+
+
+def _open_spec(args: str, present_single_as_multi: bool) -> Mapping[str, object]:
+    try:
+        spec = decode_line(args.encode("utf-8", "surrogatepass"))
+    except (ValueError, RecursionError) as error:
+        raise _BadArguments(f"not JSON: {error}") from None
+    if not isinstance(spec, dict):
+        raise _BadArguments("expected a JSON object {toolCallId?, params, source?}")
+    if "toolCallId" in spec and not isinstance(spec["toolCallId"], str):
+        raise _BadArguments("toolCallId must be a string")
+    if spec.get("source", "tool") not in ("tool", "ask:resume"):
+        raise _BadArguments('source must be "tool" or "ask:resume"')
+    if spec.get("presentSingleAsMulti", present_single_as_multi) is not present_single_as_multi:
+        raise _BadArguments(
+            "presentSingleAsMulti is a setting of the stand-in server "
+            "(StandinServer(present_single_as_multi=...)), not of one form"
+        )
+    return spec

@@ -1,0 +1,25 @@
+"""The real-Pi kit's options and reports are typed: a misspelt option or report key is an error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pi_ask_sdk.realpi import PiEnv, PiProcess, real_pi, running_pi
+
+
+def misspelt_options(env: PiEnv, workdir: Path) -> None:
+    with running_pi(env, workdir, relay_directory=workdir):  # type: ignore[call-arg]
+        pass
+    with real_pi(test_host="yes"):  # type: ignore[arg-type]
+        pass
+
+
+def client_options(pi: PiProcess) -> None:
+    pi.client(hello_timeout="5")  # type: ignore[arg-type]
+    pi.client(path="/tmp/x.sock")  # type: ignore[call-arg]
+
+
+def report_keys(pi: PiProcess) -> None:
+    report = pi.complete_form("tool:x", {"kind": "cancel"})
+    ok: str = report["ok"]  # type: ignore[assignment]
+    print(ok, report["flow_id"])  # type: ignore[typeddict-item]
