@@ -19,6 +19,7 @@ from .answers import (
 )
 from .bus import EventBus, Handler, LocalEventBus, Unsubscribe
 from .errors import FormErrorKind, HostClosed, InvalidForm, PiAskError, SubmitRefused
+from .events import DecodedEvent, Skipped, SkipReason, decode_event
 from .forms import Form, parse_form
 from .host import Clock, FlowHandle, FlowHost, FlowState, Scheduler
 from .protocol import (
@@ -97,6 +98,7 @@ __all__ = [
     "Clock",
     "CompletedEvent",
     "ContextOption",
+    "DecodedEvent",
     "ElaborationItem",
     "ElaborationQuestionContext",
     "EventBus",
@@ -122,6 +124,8 @@ __all__ = [
     "ResultMode",
     "Scheduler",
     "Selection",
+    "SkipReason",
+    "Skipped",
     "StartedEvent",
     "SubmitAck",
     "SubmitError",
@@ -136,6 +140,7 @@ __all__ = [
     "build_result",
     "check_mode",
     "check_question_answer",
+    "decode_event",
     "parse_form",
     "submit_result_from_builtins",
 ]

@@ -6,15 +6,14 @@
 SubmitTimedOut | SubmitLost``). ``SyncBridgeClient`` does the same for
 code that is not async. Test helpers (``FakeHost``) live in ``pi_ask_sdk.testing``.
 
-The relay's errors (``NoRelayFound``, ``AmbiguousRelay``, ``UnsafeRelayPath``,
-``RelayPathTooLong``, ``RelayConnectError``, ``RelayHandshakeError``, base ``RelayError``) are
-importable from here too; they are loaded with the relay transport on first use.
+Every error the SDK raises is a ``PiAskError`` (``pi_ask_sdk.errors`` draws the tree), including
+the relay's (``NoRelayFound``, ``AmbiguousRelay``, ...), importable from here without loading the
+relay transport.
 """
-
-from typing import TYPE_CHECKING
 
 from .client import DEFAULT_TIMEOUT, BridgeClient, ClientStream
 from .errors import (
+    AmbiguousRelay,
     ApprovalMappingError,
     ApprovalProblem,
     BridgeError,
@@ -26,14 +25,28 @@ from .errors import (
     FlowAlreadyCompleted,
     FlowClosed,
     FlowMismatch,
+    HostClosed,
     InvalidArgument,
+    InvalidForm,
     InvalidRequestId,
     InvalidResponse,
+    NoRelayFound,
+    PiAskError,
+    PiFailed,
+    PiNotInstalled,
+    RelayConnectError,
+    RelayError,
+    RelayHandshakeError,
+    RelayPathMissing,
+    RelayPathTooLong,
     ResponseProblem,
+    SubmitRefused,
+    TransportCheckFailed,
     TransportUnavailable,
     UnknownOption,
     UnknownQuestion,
     UnknownTicket,
+    UnsafeRelayPath,
     WaitTimeout,
 )
 from .forms import (
@@ -73,39 +86,6 @@ from .responses import (
 from .sync import SyncBridgeClient, SyncClientStream
 from .transports import EndReason, MemoryTransport, Transport, TransportFactory, TransportListener
 
-if TYPE_CHECKING:
-    from .transports.relay import (
-        AmbiguousRelay,
-        NoRelayFound,
-        RelayConnectError,
-        RelayError,
-        RelayHandshakeError,
-        RelayPathTooLong,
-        UnsafeRelayPath,
-    )
-
-_RELAY_ERRORS = frozenset(
-    (
-        "AmbiguousRelay",
-        "NoRelayFound",
-        "RelayConnectError",
-        "RelayError",
-        "RelayHandshakeError",
-        "RelayPathTooLong",
-        "UnsafeRelayPath",
-    )
-)
-
-
-def __getattr__(name: str) -> object:
-    # The relay errors live with the socket machinery, which is loaded only when first used.
-    if name in _RELAY_ERRORS:
-        from .transports import relay
-
-        return getattr(relay, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 __version__ = "0.1.0"
 
 __all__ = [
@@ -138,7 +118,9 @@ __all__ = [
     "FlowMismatch",
     "FlowStarted",
     "FlowView",
+    "HostClosed",
     "InvalidArgument",
+    "InvalidForm",
     "InvalidRequestId",
     "InvalidResponse",
     "LostReason",
@@ -146,12 +128,16 @@ __all__ = [
     "NoRelayFound",
     "OptionValue",
     "OptionView",
+    "PiAskError",
+    "PiFailed",
+    "PiNotInstalled",
     "QuestionAnswer",
     "QuestionId",
     "QuestionView",
     "RelayConnectError",
     "RelayError",
     "RelayHandshakeError",
+    "RelayPathMissing",
     "RelayPathTooLong",
     "Response",
     "ResponseProblem",
@@ -160,12 +146,14 @@ __all__ = [
     "SubmitAccepted",
     "SubmitLost",
     "SubmitOutcome",
+    "SubmitRefused",
     "SubmitRejected",
     "SubmitTicket",
     "SubmitTimedOut",
     "SyncBridgeClient",
     "SyncClientStream",
     "Transport",
+    "TransportCheckFailed",
     "TransportFactory",
     "TransportListener",
     "TransportUnavailable",

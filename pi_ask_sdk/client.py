@@ -17,50 +17,42 @@ import contextlib
 import importlib
 import logging
 import threading
-import uuid
 import weakref
-from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from types import MappingProxyType, TracebackType
-from typing import Final, Generic, Literal, TypeAlias, TypeVar, cast
+from typing import Final, Literal, TypeVar, cast
 
-import msgspec
 from typing_extensions import Self
 
 from pi_ask_core import (
-    COMPLETED,
-    LEGACY_CHANNEL_PREFIX,
-    STARTED,
     SUBMIT,
-    SUBMIT_RESULT,
     CompletedEvent,
+    Skipped,
     StartedEvent,
     SubmitAck,
     SubmitEvent,
     SubmitRejection,
     SubmitResultEvent,
     UnsetType,
-    submit_result_from_builtins,
+    decode_event,
 )
 
+from ._pending import PendingSubmit, SubmitBook
+from ._streams import ClientStream, StreamEnd
 from .errors import (
     ClientNotOpen,
     ConnectionLost,
     ConnectionLostReason,
-    FlowAlreadyAnswered,
     FlowAlreadyCompleted,
     FlowMismatch,
-    InvalidRequestId,
     TransportUnavailable,
     UnknownTicket,
-    WaitTimeout,
 )
 from .forms import FlowId, FlowView
 from .outcomes import (
     BridgeEvent,
     FlowCompleted,
     FlowStarted,
-    PendingSubmit,
     SessionEnded,
     SubmitAccepted,
     SubmitLost,
@@ -79,86 +71,9 @@ log: Final = logging.getLogger("pi_ask_sdk")
 DEFAULT_TIMEOUT: Final = 30.0
 """Seconds ``await_result`` waits by default; a host whose session ended never answers."""
 
-_HOST_CHANNELS: Final = frozenset((STARTED, COMPLETED, SUBMIT_RESULT))
 _RELAY_MODULE: Final = "pi_ask_sdk.transports.relay"
 
 T = TypeVar("T")
-_Closed: TypeAlias = PendingSubmit | Literal["completed", "session_ended"]
-"""Why a flow cannot take a submit: accepted (waiting for ``completed``), completed, or gone."""
-
-
-class _StreamEnd:
-    __slots__ = ("reason",)
-
-    def __init__(self, reason: ConnectionLostReason) -> None:
-        self.reason: ConnectionLostReason = reason
-
-
-class ClientStream(Generic[T]):
-    """An async iterator over what the client receives from the moment it was made.
-
-    It starts with the forms open at that moment, then follows live events. It ends when the
-    client closes or the connection is lost (``async for`` stops; ``next`` raises
-    ``ConnectionLost``). Undelivered items are buffered; ``aclose()`` (or dropping the stream)
-    stops buffering.
-    """
-
-    def __init__(self, owner: weakref.WeakSet[ClientStream[T]], first: list[T]) -> None:
-        self._owner = owner
-        self._queue: asyncio.Queue[T | _StreamEnd] = asyncio.Queue()
-        self._ended: _StreamEnd | None = None
-        for item in first:
-            self._queue.put_nowait(item)
-        owner.add(self)
-
-    def _push(self, item: T | _StreamEnd) -> None:
-        if self._ended is None:
-            self._queue.put_nowait(item)
-            if isinstance(item, _StreamEnd):
-                self._ended = item
-                self._owner.discard(self)
-
-    def __aiter__(self) -> Self:
-        return self
-
-    async def __anext__(self) -> T:
-        if self._ended is not None and self._queue.empty():
-            raise StopAsyncIteration
-        item = await self._queue.get()
-        if isinstance(item, _StreamEnd):
-            raise StopAsyncIteration
-        return item
-
-    async def next(self, *, timeout: float) -> T:
-        """The next item, waiting at most ``timeout`` seconds (``WaitTimeout`` after that)."""
-        if not self._queue.empty():
-            # Ready now: no timer. (On 3.12+ wait_for schedules one even for a ready item, and
-            # a loop that never idles keeps every cancelled timer until it next runs.)
-            item = self._queue.get_nowait()
-            if not isinstance(item, _StreamEnd):
-                return item
-            raise ConnectionLost(item.reason, "the stream has ended")
-        try:
-            return await asyncio.wait_for(self.__anext__(), timeout)
-        except asyncio.TimeoutError:
-            raise WaitTimeout("the next item of the stream", timeout) from None
-        except StopAsyncIteration:
-            reason = self._ended.reason if self._ended is not None else "closed"
-            raise ConnectionLost(reason, "the stream has ended") from None
-
-    async def aclose(self) -> None:
-        self._push(_StreamEnd("closed"))
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
 
 class _Listener:
@@ -201,8 +116,7 @@ class BridgeClient:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: int | None = None
         self._open: dict[FlowId, FlowView] = {}
-        self._pending: dict[str, PendingSubmit] = {}
-        self._closed: OrderedDict[FlowId, _Closed] = OrderedDict()
+        self._book = SubmitBook(completed_memory)
         self._flow_streams: weakref.WeakSet[ClientStream[FlowView]] = weakref.WeakSet()
         self._event_streams: weakref.WeakSet[ClientStream[BridgeEvent]] = weakref.WeakSet()
 
@@ -310,25 +224,18 @@ class BridgeClient:
         flow_id = flow.flow_id
         if response.flow_id != flow_id:
             raise FlowMismatch(flow_id, response.flow_id)
-        closed = self._closed.get(flow_id)
-        if closed == "completed":
-            raise FlowAlreadyCompleted(flow_id)
-        if closed == "session_ended":
-            raise ConnectionLost("session_ended", f'flow "{flow_id}" was dropped with its session')
-        if isinstance(closed, PendingSubmit):
-            raise FlowAlreadyAnswered(flow_id)
-        rid = self._request_id(request_id)
+        book = self._book
+        book.refuse_closed(flow_id)
+        rid = book.request_id(self._prefix, request_id)
         loop = self._loop
         assert loop is not None  # set by open(), checked by _require
-        pending = PendingSubmit(self, rid, flow_id, loop.create_future())
-        self._pending[rid] = pending
+        pending = book.arm(self, rid, flow_id, loop)
         ticket = SubmitTicket(rid, flow_id, response.kind, pending)
         payload = SubmitEvent(request_id=rid, flow_id=flow_id, response=response.to_wire())
         try:
             await self._transport.send(payload)
         except BaseException:
-            if self._pending.get(rid) is pending:
-                del self._pending[rid]
+            book.disarm(pending)
             raise
         return ticket
 
@@ -347,18 +254,26 @@ class BridgeClient:
         pending = ticket._pending
         if pending.owner is not self:
             raise UnknownTicket(ticket.request_id)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        if not await _settled(pending.future, timeout):
-            return SubmitTimedOut(ticket, timeout)
-        verdict = pending.future.result()
+        if pending.verdict is None:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + timeout
+            if not await pending.wait_verdict(timeout):
+                return SubmitTimedOut(ticket, timeout)
+        else:
+            deadline = None
+        verdict = pending.verdict
+        assert verdict is not None
         if isinstance(verdict, str):
             return SubmitLost(ticket.flow_id, verdict, ticket)
         if not isinstance(verdict, SubmitAck):
             return SubmitRejected(ticket, verdict.error, verdict.message)
-        if not await _settled(pending.completed, deadline - loop.time()):
-            return SubmitTimedOut(ticket, timeout, acknowledged=True)
-        completion = pending.completed.result()
+        if pending.ending is None:
+            if deadline is None:
+                deadline = asyncio.get_running_loop().time() + timeout
+            if not await pending.wait_ending(deadline):
+                return SubmitTimedOut(ticket, timeout, acknowledged=True)
+        completion = pending.ending
+        assert completion is not None
         if isinstance(completion, str):
             return SubmitLost(ticket.flow_id, completion, ticket, acknowledged=True)
         return SubmitAccepted(ticket, completion)
@@ -392,23 +307,6 @@ class BridgeClient:
         if self._state != "open":
             raise ClientNotOpen(action)
 
-    def _request_id(self, request_id: str | None) -> str:
-        if request_id is None:
-            return f"{self._prefix}-{uuid.uuid4().hex}"
-        if not isinstance(request_id, str) or not request_id:
-            raise InvalidRequestId(str(request_id), "must be a non-empty string")
-        if request_id in self._pending:
-            raise InvalidRequestId(request_id, "is already used by a pending submit")
-        if not request_id.isascii():
-            try:
-                request_id.encode("utf-8")
-            except UnicodeEncodeError:
-                # The host echoes it with U+FFFD in place of the surrogate: it could never match.
-                raise InvalidRequestId(
-                    request_id, "holds a lone surrogate (the host would echo it changed)"
-                ) from None
-        return request_id
-
     def _on_loop(self) -> bool:
         return threading.get_ident() == self._thread
 
@@ -441,52 +339,26 @@ class BridgeClient:
             loop.call_soon_threadsafe(callback, *args)
 
     def _dispatch(self, channel: str, data: object, replay: bool) -> None:
-        if channel not in _HOST_CHANNELS:
-            if channel.startswith(LEGACY_CHANNEL_PREFIX):
-                log.debug("pi_ask_sdk: ignored a payload on legacy channel %s", channel)
-            elif channel != SUBMIT:
-                log.debug("pi_ask_sdk: ignored a payload on unknown channel %r", channel)
-            return
-        # Structs decoded by msgspec (relay) or built by pi_ask_core's host (in-process) are
-        # already typed and checked: taken as they are when they fit the channel.
-        if channel == STARTED and isinstance(data, StartedEvent) and data.version == 1:
-            self._started(data, replay)
-            return
-        if channel == COMPLETED and isinstance(data, CompletedEvent) and data.version == 1:
-            self._completed(data)
-            return
-        if (
-            channel == SUBMIT_RESULT
-            and isinstance(data, (SubmitAck, SubmitRejection))
-            and data.version == 1
-        ):
-            self._acknowledged(data)
-            return
-        raw = _builtins(data)
-        if raw is None:
-            log.warning("pi_ask_sdk: skipped a %s payload that is not a JSON object", channel)
-            return
-        version = raw.get("version")
-        if type(version) is float and version == 1:
-            raw = {**raw, "version": 1}
-        elif type(version) is not int or version != 1:
-            log.warning("pi_ask_sdk: ignored a %s payload with version %r", channel, version)
-            return
-        try:
-            if channel == STARTED:
-                self._started(msgspec.convert(raw, StartedEvent), replay)
-            elif channel == COMPLETED:
-                self._completed(msgspec.convert(raw, CompletedEvent))
+        if channel == SUBMIT:
+            return  # submits (ours or another bridge's) are the host's to judge
+        event = decode_event(channel, data)
+        if isinstance(event, StartedEvent):
+            self._started(event, replay)
+        elif isinstance(event, (SubmitAck, SubmitRejection)):
+            self._acknowledged(event)
+        elif isinstance(event, CompletedEvent):
+            self._completed(event)
+        elif isinstance(event, Skipped):
+            if event.reason in ("legacy_channel", "unknown_channel"):
+                log.debug("pi_ask_sdk: ignored a payload on %s (%s)", channel, event.detail)
             else:
-                self._acknowledged(submit_result_from_builtins(raw))
-        except msgspec.ValidationError as exc:
-            log.warning("pi_ask_sdk: skipped a malformed %s payload: %s", channel, exc)
+                log.warning("pi_ask_sdk: skipped a %s payload: %s", channel, event.detail)
 
     def _started(self, event: StartedEvent, replay: bool) -> None:
         view = FlowView.from_started(event, replay=replay)
         flow_id = view.flow_id
         before = self._open.get(flow_id)
-        self._closed.pop(flow_id, None)  # a re-announced flow id is a new form (spec §3.7)
+        self._book.closed.pop(flow_id, None)  # a re-announced flow id is a new form (spec §3.7)
         self._open[flow_id] = view
         if before is not None and (before.replay or replay) and before.same_form(view):
             return  # the live announcement of a form already replayed, or the reverse
@@ -496,7 +368,7 @@ class BridgeClient:
 
     def _completed(self, event: CompletedEvent) -> None:
         flow_id = FlowId(event.flow_id)
-        accepted = self._closed.get(flow_id)
+        accepted = self._book.closed.get(flow_id)
         if accepted == "completed" and flow_id not in self._open:
             # A flow completes once; a repeated event (a host or relay emitting it twice) is
             # not news. A re-announced flow id is a new form and clears this mark.
@@ -513,78 +385,36 @@ class BridgeClient:
             completed_at=event.completed_at,
             flow=view,
         )
-        if isinstance(accepted, PendingSubmit):
-            accepted.completion = completion
-        for pending in self._pending.values():
-            if pending.flow_id == flow_id:
-                pending.completion = completion
-        self._remember(flow_id, "completed")
+        self._book.completed(flow_id, completion)
         self._publish(completion)
 
     def _acknowledged(self, ack: SubmitResultEvent) -> None:
-        pending = self._pending.get(ack.request_id)
-        if pending is None or pending.flow_id != ack.flow_id:
+        pending = self._book.take(ack)
+        if pending is None:
             return  # another bridge's submit (acknowledgements are broadcast)
-        del self._pending[ack.request_id]
         flow_id = pending.flow_id
         if isinstance(ack, SubmitAck):
-            pending.flow = self._open.pop(flow_id, None)
-            if self._closed.get(flow_id) != "completed":
-                self._remember(flow_id, pending)
+            self._book.accepted(pending, self._open.pop(flow_id, None))
         elif ack.error == "flow_not_found":
             self._open.pop(flow_id, None)
-        if not pending.future.done():
-            pending.future.set_result(ack)
-
-    def _remember(self, flow_id: FlowId, closed: _Closed) -> None:
-        self._closed[flow_id] = closed
-        self._closed.move_to_end(flow_id)
-        while len(self._closed) > self._memory_size:
-            self._closed.popitem(last=False)
+        pending.decide(ack)
 
     def _drop_everything(self, reason: ConnectionLostReason) -> None:
-        pending, self._pending = self._pending, {}
-        for waiter in pending.values():
-            waiter.lose(reason)
-        for closed in self._closed.values():
-            if isinstance(closed, PendingSubmit):  # accepted, its completion still to come
-                closed.lose(reason)
+        self._book.lose_all(reason)
         if reason == "session_ended":
             for flow_id in self._open:
-                self._remember(flow_id, "session_ended")
+                self._book.remember(flow_id, "session_ended")
         self._open.clear()
         if reason != "closed":
             self._publish(SessionEnded(reason))
         if reason != "session_ended":
-            end = _StreamEnd(reason)
+            end = StreamEnd(reason)
             for flow_stream in list(self._flow_streams):
                 flow_stream._push(end)
             for event_stream in list(self._event_streams):
                 event_stream._push(end)
 
     def _publish(self, event: BridgeEvent) -> None:
-        for stream in list(self._event_streams):
-            stream._push(event)
-
-
-async def _settled(future: asyncio.Future[T], timeout: float) -> bool:
-    """Whether ``future`` is done within ``timeout`` seconds (never cancelling it)."""
-    if future.done():  # ready now: no timer (see ClientStream.next)
-        return True
-    try:
-        await asyncio.wait_for(asyncio.shield(future), max(timeout, 0.0))
-    except asyncio.TimeoutError:
-        return False
-    return True
-
-
-def _builtins(data: object) -> dict[str, object] | None:
-    """``data`` as decoded JSON (Structs converted), or None when it is not an object."""
-    if isinstance(data, msgspec.Struct):
-        try:
-            data = msgspec.to_builtins(data)
-        except (TypeError, ValueError):
-            return None
-    if not isinstance(data, dict):
-        return None
-    return cast("dict[str, object]", data)
+        if self._event_streams:  # a cheap test: iterating a WeakSet costs even when empty
+            for stream in list(self._event_streams):
+                stream._push(event)

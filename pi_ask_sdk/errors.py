@@ -1,4 +1,39 @@
-"""Errors a bridge can meet, all under ``pi_ask_core.PiAskError``.
+"""Every error pi-ask raises, in one tree under ``PiAskError`` (from ``pi_ask_core``)::
+
+    PiAskError                         root (pi_ask_core.errors); catch it to handle them all
+    ├── InvalidForm                    ask_user input that cannot open a form (core)
+    ├── SubmitRefused                  a response the host refused, answered directly (core)
+    ├── HostClosed                     the host was closed (core)
+    └── BridgeError                    everything pi_ask_sdk raises
+        ├── UnknownQuestion            a question id the form does not have
+        ├── UnknownOption              an option value the question does not have
+        ├── InvalidResponse            an answer the host would refuse (nothing sent)
+        ├── InvalidArgument            (also TypeError) an argument of the wrong type
+        ├── ApprovalMappingError       an approval mapping that does not fit the form
+        ├── FlowMismatch               a response built for another flow
+        ├── FlowClosed                 the flow can take no submit (nothing sent)
+        │   ├── FlowAlreadyAnswered
+        │   └── FlowAlreadyCompleted
+        ├── InvalidRequestId           empty, in use, or not UTF-8 safe
+        ├── UnknownTicket              another client's ticket
+        ├── WaitTimeout                (also TimeoutError) a bounded wait ran out
+        ├── ConnectionLost             the session ended or the connection went away
+        ├── ClientNotOpen              used before open() or after close()
+        ├── TransportUnavailable       no transport could be made
+        │   └── RelayError             the relay transport (pi_ask_sdk.transports.relay)
+        │       ├── NoRelayFound       no running Pi with the relay (or not the one asked for)
+        │       │   └── RelayPathMissing  (also FileNotFoundError) no such directory/socket
+        │       ├── AmbiguousRelay     several Pis: choose one
+        │       ├── UnsafeRelayPath    the directory or socket breaks the same-user rules
+        │       ├── RelayHandshakeError  no valid hello (with its replays) in time
+        │       ├── RelayPathTooLong   longer than a Unix socket path may be
+        │       └── RelayConnectError  connecting failed (errno kept, the OSError as cause)
+        ├── PiNotInstalled             (also RuntimeError) the real-Pi kit: no such Pi
+        ├── PiFailed                   (also RuntimeError) the real-Pi kit: Pi did not do it
+        └── TransportCheckFailed       (also AssertionError) testing.check_transport: a check failed
+
+An ``OSError`` met on the way is never raised as it is: it is wrapped in one of these, with the
+``OSError`` as its ``__cause__``.
 
 Every error has a stable ``code`` (a ``Literal``) and keeps the offending names as attributes, so
 a bridge can react programmatically and a person reading the message learns what was wrong.
@@ -8,12 +43,19 @@ authoritative for everything else (its refusals come back as ``SubmitRejected``,
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
-from typing import Literal
+from typing import TYPE_CHECKING, Final, Literal
 
-from pi_ask_core import AnswerRule, PiAskError
+from pi_ask_core import AnswerRule, HostClosed, InvalidForm, PiAskError, SubmitRefused
+
+if TYPE_CHECKING:
+    from pathlib import Path  # only annotations: pathlib costs milliseconds to import
+
+    from .transports.relay import RelayInfo
 
 __all__ = [
+    "AmbiguousRelay",
     "ApprovalMappingError",
     "ApprovalProblem",
     "BridgeError",
@@ -25,14 +67,28 @@ __all__ = [
     "FlowAlreadyCompleted",
     "FlowClosed",
     "FlowMismatch",
+    "HostClosed",
     "InvalidArgument",
+    "InvalidForm",
     "InvalidRequestId",
     "InvalidResponse",
+    "NoRelayFound",
+    "PiAskError",
+    "PiFailed",
+    "PiNotInstalled",
+    "RelayConnectError",
+    "RelayError",
+    "RelayHandshakeError",
+    "RelayPathMissing",
+    "RelayPathTooLong",
     "ResponseProblem",
+    "SubmitRefused",
+    "TransportCheckFailed",
     "TransportUnavailable",
     "UnknownOption",
     "UnknownQuestion",
     "UnknownTicket",
+    "UnsafeRelayPath",
     "WaitTimeout",
 ]
 
@@ -51,6 +107,9 @@ BridgeErrorCode = Literal[
     "connection_lost",
     "client_not_open",
     "transport_unavailable",
+    "pi_not_installed",
+    "pi_failed",
+    "transport_check_failed",
 ]
 
 ResponseProblem = AnswerRule
@@ -288,3 +347,121 @@ class TransportUnavailable(BridgeError):
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
+
+
+_MAX_SOCKET_PATH: Final = 107
+"""Longest Unix socket path in bytes (``sun_path`` is 108 bytes with its terminating NUL)."""
+
+
+# --- the relay transport's errors (pi_ask_sdk.transports.relay) --------------------------------
+
+
+class RelayError(TransportUnavailable):
+    """Base of the relay transport's errors (code ``transport_unavailable``)."""
+
+
+class NoRelayFound(RelayError):
+    """No running Pi has a relay socket in the directory (or the requested one is missing)."""
+
+    def __init__(self, directory: Path, detail: str = "") -> None:
+        self.directory = directory
+        super().__init__(
+            f"No running Pi with the pi-ask relay found in {directory}"
+            f"{': ' + detail if detail else ''}. Start Pi with "
+            '`pi -e "$(pi-ask relay-path)"` (and the pi-agent-ask extension), or set '
+            "PI_ASK_RELAY_DIR to the directory it uses."
+        )
+
+
+class AmbiguousRelay(RelayError):
+    """Several Pis run a relay; the caller must pick one by pid or path."""
+
+    def __init__(self, relays: tuple[RelayInfo, ...]) -> None:
+        self.relays = relays
+        listing = ", ".join(
+            f"forwarded ({r.path})" if r.forwarded else f"pid {r.pid} ({r.path})" for r in relays
+        )
+        super().__init__(
+            f"{len(relays)} Pi processes run the pi-ask relay: {listing}. "
+            "Choose one with RelayTransport(pid=...) or RelayTransport(path=...)."
+        )
+
+
+class UnsafeRelayPath(RelayError):
+    """The relay directory or socket breaks the same-user rules; nothing was connected."""
+
+    def __init__(self, path: Path, problem: str) -> None:
+        self.path = path
+        self.problem = problem
+        super().__init__(f"Refusing relay path {path}: {problem}.")
+
+
+class RelayHandshakeError(RelayError):
+    """The socket did not greet with a valid protocol-1 ``hello`` (and its replays) in time.
+
+    ``retryable`` is true when the connection was merely cut short or slow (a reconnect may
+    succeed while Pi lives), false when the relay is not one this client can speak to.
+    """
+
+    def __init__(self, path: Path, problem: str, *, retryable: bool = True) -> None:
+        self.path = path
+        self.problem = problem
+        self.retryable = retryable
+        super().__init__(f"Relay at {path}: {problem}.")
+
+
+class RelayPathTooLong(RelayError):
+    """The socket path is longer than a Unix socket path may be (107 bytes on Linux)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        size = len(os.fsencode(path))
+        super().__init__(
+            f"The relay socket path {path} is {size} bytes, longer than the {_MAX_SOCKET_PATH} "
+            "bytes a Unix socket path may have. Set PI_ASK_RELAY_DIR to a shorter directory "
+            "(the same for Pi and for this client)."
+        )
+
+
+class RelayConnectError(RelayError):
+    """Connecting to the relay socket failed (``errno`` and the OS's reason kept)."""
+
+    def __init__(self, path: Path, error: OSError) -> None:
+        self.path = path
+        self.errno = error.errno
+        self.strerror = error.strerror or str(error)
+        super().__init__(f"Cannot connect to the relay socket {path}: {self.strerror}.")
+
+
+class RelayPathMissing(NoRelayFound, FileNotFoundError):
+    """The relay directory or socket does not exist (a ``FileNotFoundError`` too)."""
+
+    def __init__(self, path: Path, directory: Path) -> None:
+        self.path = path
+        NoRelayFound.__init__(self, directory, f"{path} does not exist")
+
+
+# --- the real-Pi test kit (pi_ask_sdk.realpi) ---------------------------------------------------
+
+
+class PiNotInstalled(BridgeError, RuntimeError):
+    """The requested Pi flavour is not installed or cannot be (the message says why)."""
+
+    code: Literal["pi_not_installed"] = "pi_not_installed"
+
+
+class PiFailed(BridgeError, RuntimeError):
+    """Pi did not do what was expected in time (the message carries its stderr tail)."""
+
+    code: Literal["pi_failed"] = "pi_failed"
+
+
+class TransportCheckFailed(BridgeError, AssertionError):
+    """A check of ``pi_ask_sdk.testing.check_transport`` failed: ``check`` names it."""
+
+    code: Literal["transport_check_failed"] = "transport_check_failed"
+
+    def __init__(self, check: str, problem: str) -> None:
+        self.check = check
+        self.problem = problem
+        super().__init__(f"Transport check {check!r} failed: {problem}.")

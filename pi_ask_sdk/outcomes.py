@@ -8,15 +8,16 @@ never reported as an answer or a cancel.
 
 from __future__ import annotations
 
-import asyncio
-from typing import Literal, TypeAlias, final
+from typing import TYPE_CHECKING, Literal, TypeAlias, final
 
 import msgspec
 
-from pi_ask_core import AskResult, FlowSource, SubmitErrorCode, SubmitResultEvent
+from pi_ask_core import AskResult, FlowSource, SubmitErrorCode
 
-from .errors import ConnectionLostReason
 from .forms import FlowId, FlowView
+
+if TYPE_CHECKING:
+    from ._pending import PendingSubmit
 
 __all__ = [
     "BridgeEvent",
@@ -72,55 +73,6 @@ class SessionEnded(msgspec.Struct, frozen=True):
 
 
 BridgeEvent: TypeAlias = FlowStarted | FlowCompleted | SessionEnded
-
-
-class PendingSubmit:
-    """Internal: the waiter a ``SubmitTicket`` refers to (armed before the submit is sent).
-
-    ``future`` gets the host's verdict (or why it never will); ``completed`` the flow's
-    ``completed`` event once a submit is accepted (or why it never will), set through
-    ``completion``, in either order.
-    """
-
-    __slots__ = ("_completion", "completed", "flow", "flow_id", "future", "owner", "request_id")
-
-    def __init__(
-        self,
-        owner: object,
-        request_id: str,
-        flow_id: FlowId,
-        future: asyncio.Future[SubmitResultEvent | ConnectionLostReason],
-    ) -> None:
-        self.owner = owner
-        self.request_id = request_id
-        self.flow_id = flow_id
-        self.future = future
-        self.completed: asyncio.Future[FlowCompleted | ConnectionLostReason] = (
-            future.get_loop().create_future()
-        )
-        self._completion: FlowCompleted | None = None
-        self.flow: FlowView | None = None  # the open form, kept from acceptance to completion
-
-    @property
-    def completion(self) -> FlowCompleted | None:
-        return self._completion
-
-    @completion.setter
-    def completion(self, completion: FlowCompleted) -> None:
-        self._completion = completion
-        if not self.completed.done():
-            self.completed.set_result(completion)
-
-    def lose(self, reason: ConnectionLostReason) -> None:
-        """No verdict, or no completion after an acceptance, will come."""
-        if not self.future.done():
-            self.future.set_result(reason)
-        if not self.completed.done():
-            self.completed.set_result(reason)
-
-    def __repr__(self) -> str:
-        state = "done" if self.future.done() else "waiting"
-        return f"<PendingSubmit {self.request_id!r} {state}>"
 
 
 @final

@@ -9,6 +9,9 @@
         flow = await client.flows().next(timeout=1)
         outcome = await client.respond(flow, AnswerBuilder(flow).select(...).build(), timeout=1)
 
+``check_transport(make_transport, open_form)`` checks a ``Transport`` against the contract of
+``pi_ask_sdk.transports.base`` on a live host (used on every transport this package ships).
+
 ``order`` chooses which of ``completed`` and ``submit-result`` a remote submit emits first:
 ``"completed_first"`` is the reference order; bridges must work with both. Every payload on the
 four channels is recorded (as decoded JSON) for assertions.
@@ -42,8 +45,9 @@ from pi_ask_core import (
 )
 from pi_ask_core import AskParams as AskParamsStruct
 
+from ._conformance import CHECKS, check_transport
 from .client import BridgeClient
-from .errors import ConnectionLost, FlowMismatch
+from .errors import ConnectionLost, FlowMismatch, TransportCheckFailed
 from .forms import FlowView, QuestionId, _option_value, _question_id
 from .responses import Answer, Cancel, QuestionAnswer, _answer
 from .sync import SyncBridgeClient
@@ -51,6 +55,7 @@ from .transports.base import EndReason, TransportListener
 from .transports.memory import MemoryTransport
 
 __all__ = [
+    "CHECKS",
     "AckOrder",
     "AskParams",
     "AskParamsOption",
@@ -58,6 +63,8 @@ __all__ = [
     "FakeHost",
     "RecordedEvent",
     "ScriptedTransport",
+    "TransportCheckFailed",
+    "check_transport",
     "unchecked_answer",
     "yes_no_params",
 ]

@@ -30,13 +30,13 @@ from pi_ask_sdk.transports.relay import (
     relay_dir,
     relay_extension_path,
 )
+from pi_ask_sdk.transports.relay._discovery import local_socket_pid
 
 from .processes import PiProcessInfo, find_pi_processes
 
 __all__ = ["Check", "doctor", "run_checks"]
 
 Status = Literal["ok", "warn", "fail"]
-_SOCKET = re.compile(r"^pi-(\d+)\.sock$")
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,7 @@ def _socket_checks(directory: Path) -> list[Check]:
         names = sorted(os.listdir(directory))
     except OSError as error:
         return [Check("fail", "relay directory", f"cannot list {directory}: {error.strerror}")]
-    sockets = [(name, int(m.group(1))) for name in names if (m := _SOCKET.match(name))]
+    sockets = [(name, pid) for name in names if (pid := local_socket_pid(name)) is not None]
     if not sockets:
         return [Check("warn", "relays", f"no Pi with the relay is running ({directory} is empty)")]
     for name, pid in sockets:

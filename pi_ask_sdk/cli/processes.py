@@ -8,16 +8,13 @@ it would use.
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
 
 from pi_ask_sdk.transports.relay import pid_alive, relay_dir
+from pi_ask_sdk.transports.relay._discovery import local_socket_pid
 
 __all__ = ["PiProcessInfo", "find_pi_processes"]
-
-_SOCKET: Final = re.compile(r"^pi-(\d+)\.sock$")
 
 
 @dataclass(frozen=True)
@@ -91,7 +88,7 @@ def find_pi_processes(proc: Path = Path("/proc")) -> list[PiProcessInfo] | None:
             for link in links
             if link.startswith("socket:[")
             and (path := listening.get(link[8:-1])) is not None
-            and _SOCKET.match(path.name)
+            and local_socket_pid(path.name) is not None
         )
         env = _environment(entry)
         found.append(PiProcessInfo(pid, sockets, None if env is None else relay_dir(env)))

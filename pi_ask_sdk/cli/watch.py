@@ -11,11 +11,19 @@ import contextlib
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
 import msgspec
 
-from pi_ask_core import COMPLETED, STARTED, CompletedEvent, PiAskError, StartedEvent
+from pi_ask_core import (
+    COMPLETED,
+    STARTED,
+    CompletedEvent,
+    DecodedEvent,
+    PiAskError,
+    Skipped,
+    StartedEvent,
+    decode_event,
+)
 from pi_ask_sdk.forms import FlowId, FlowView
 from pi_ask_sdk.outcomes import FlowCompleted
 from pi_ask_sdk.transports.base import EndReason
@@ -50,13 +58,14 @@ class EventPrinter:
             self._broken.set()
 
     def message(self, channel: str, data: object, *, replay: bool = False) -> None:
+        event = decode_event(channel, data)
         try:
             if self._json:
-                payload = msgspec.to_builtins(data)
+                payload = _shown(event)
                 line = {"pid": self.pid, "channel": channel, "replay": replay, "data": payload}
                 self._write(json_line(line))
                 return
-            self._write(f"[pi {self.pid}] " + _describe(channel, data, replay))
+            self._write(f"[pi {self.pid}] " + _describe(channel, event, replay))
         except (RecursionError, ValueError, TypeError) as error:
             # A payload nested too deeply to print: say so, and keep watching.
             why = f"payload not printable ({type(error).__name__})"
@@ -72,35 +81,31 @@ class EventPrinter:
             self._write(f"[pi {self.pid}] {reason.replace('_', ' ')}")
 
 
-T = TypeVar("T", StartedEvent, CompletedEvent)
+def _shown(event: DecodedEvent | Skipped) -> object:
+    """What was received, as plain JSON (a skipped payload as it came)."""
+    return event.payload if isinstance(event, Skipped) else msgspec.to_builtins(event)
 
 
-def _typed(data: object, kind: type[T]) -> T:
-    """The relay already decoded well-formed events into Structs; anything else is checked."""
-    if isinstance(data, kind):
-        return data
-    return msgspec.convert(msgspec.to_builtins(data), kind)
-
-
-def _describe(channel: str, data: object, replay: bool) -> str:
-    try:
-        if channel == STARTED:
-            event = _typed(data, StartedEvent)
-            return render_flow(FlowView.from_started(event, replay=replay))
-        if channel == COMPLETED:
-            done = _typed(data, CompletedEvent)
-            return render_completed(
-                FlowCompleted(
-                    flow_id=FlowId(done.flow_id),
-                    tool_call_id=None,
-                    source=done.source,
-                    result=done.result,
-                    completed_at=done.completed_at,
-                )
+def _describe(channel: str, event: DecodedEvent | Skipped, replay: bool) -> str:
+    if isinstance(event, StartedEvent):
+        return render_flow(FlowView.from_started(event, replay=replay))
+    if isinstance(event, CompletedEvent):
+        return render_completed(
+            FlowCompleted(
+                flow_id=FlowId(event.flow_id),
+                tool_call_id=None,
+                source=event.source,
+                result=event.result,
+                completed_at=event.completed_at,
             )
-    except msgspec.ValidationError as error:
-        return f"{clean(channel)}: malformed payload ({clean(str(error))})"
-    return f"{clean(channel)}: {clean(json_line(msgspec.to_builtins(data)))}"
+        )
+    if (
+        isinstance(event, Skipped)
+        and event.reason in ("malformed", "bad_version")
+        and channel in (STARTED, COMPLETED)
+    ):
+        return f"{clean(channel)}: malformed payload ({clean(event.detail)})"
+    return f"{clean(channel)}: {clean(json_line(_shown(event)))}"
 
 
 async def watch(

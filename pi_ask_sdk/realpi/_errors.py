@@ -1,13 +1,8 @@
-r"""What goes wrong with a real Pi (both ``RuntimeError``\ s)."""
+r"""What goes wrong with a real Pi: ``PiNotInstalled`` and ``PiFailed``, defined with every other
+error in ``pi_ask_sdk.errors`` (``BridgeError``\ s that are ``RuntimeError``\ s too)."""
 
 from __future__ import annotations
 
+from pi_ask_sdk.errors import PiFailed, PiNotInstalled
+
 __all__ = ["PiFailed", "PiNotInstalled"]
-
-
-class PiNotInstalled(RuntimeError):
-    """The requested Pi flavour is not installed or cannot be (the message says why)."""
-
-
-class PiFailed(RuntimeError):
-    """Pi did not do what was expected in time (the message carries its stderr tail)."""

@@ -157,6 +157,13 @@ function removeStaleSockets(dir: string): void {
 	}
 }
 
+const EMPTY = Buffer.alloc(0);
+
+/** One line as it goes on the wire: UTF-8, newline-terminated. */
+function encodeLine(line: string): Buffer {
+	return Buffer.from(`${line}\n`, "utf8");
+}
+
 /** Output a client has not read yet. Above this, a client that makes no progress is dropped. */
 const STALL_BYTES = 8 * 1024 * 1024;
 /** How long a client over STALL_BYTES may go without reading anything before it is dropped
@@ -185,7 +192,8 @@ class Client {
 	private ending = false;
 	// Outgoing lines not yet handed to the socket (backpressure: written chunk by chunk as the
 	// client reads, never all at once).
-	private queue: string[] = [];
+	// Each line is encoded (with its newline) once, when queued: a broadcast shares one Buffer.
+	private queue: Buffer[] = [];
 	private queueHead = 0;
 	private current: Buffer | undefined; // the line being written, and how far
 	private currentOffset = 0;
@@ -217,12 +225,14 @@ class Client {
 		return this.queuedBytes + this.socket.writableLength;
 	}
 
-	/** Queues one pre-serialized line (without newline); it is written as the client reads. */
-	writeLine(line: string): void {
+	/** Queues one pre-serialized line: a string without its newline, or the Buffer of
+	 * encodeLine(); it is written as the client reads. */
+	writeLine(line: string | Buffer): void {
 		if (this.closed || this.ending || this.socket.destroyed) return;
 		if (this.unsent() === 0) this.lastProgress = Date.now(); // an idle client is not stalled
-		this.queue.push(line);
-		this.queuedBytes += Buffer.byteLength(line) + 1;
+		const bytes = typeof line === "string" ? encodeLine(line) : line;
+		this.queue.push(bytes);
+		this.queuedBytes += bytes.length;
 		if (this.unsent() > MAX_QUEUED_BYTES) {
 			logErrorOnce("huge-client", `dropping a client whose unsent output exceeds ${MAX_QUEUED_BYTES} bytes`);
 			this.close();
@@ -245,13 +255,13 @@ class Client {
 			if (this.current === undefined) {
 				if (this.queueHead >= this.queue.length) break;
 				const line = this.queue[this.queueHead];
-				this.queue[this.queueHead] = "";
+				this.queue[this.queueHead] = EMPTY;
 				this.queueHead += 1;
 				if (this.queueHead > 1024 && this.queueHead * 2 > this.queue.length) {
 					this.queue = this.queue.slice(this.queueHead);
 					this.queueHead = 0;
 				}
-				this.current = Buffer.from(`${line}\n`, "utf8");
+				this.current = line;
 				this.currentOffset = 0;
 			}
 			const end = Math.min(this.current.length, this.currentOffset + CHUNK_BYTES);
@@ -509,12 +519,17 @@ class Relay {
 		if (this.clients.size === 0) return;
 		const head = `{"type":"event","channel":${JSON.stringify(channel)},"data":${json},"replay":false`;
 		if (channel !== CH_SUBMIT_RESULT || owner === undefined) {
-			const line = `${head}}`;
+			const line = encodeLine(`${head}}`);
 			for (const c of [...this.clients]) c.writeLine(line);
 			return;
 		}
 		// Only the emitter's waiter may resolve from this verdict; others still see it.
-		for (const c of [...this.clients]) c.writeLine(`${head},"own":${c === owner ? "true" : "false"}}`);
+		const own = encodeLine(`${head},"own":true}`);
+		let foreign: Buffer | undefined;
+		for (const c of [...this.clients]) {
+			if (c === owner) c.writeLine(own);
+			else c.writeLine((foreign ??= encodeLine(`${head},"own":false}`)));
+		}
 	}
 
 	/** The client whose submit this verdict answers; null if it has gone, undefined if no client

@@ -22,6 +22,7 @@ from pi_ask_core import (
     LocalEventBus,
     PiAskError,
     SubmitRefused,
+    decode_event,
 )
 from pi_ask_core.results import build_result
 
@@ -55,8 +56,9 @@ class StandinSession:
     def _forwarder(self, channel: str) -> Callable[[object], None]:
         def forward(data: object) -> None:
             self._send({"type": "emit", "channel": channel, "data": data})
-            if isinstance(data, CompletedEvent):
-                self._server._record(data)
+            event = decode_event(channel, data)
+            if isinstance(event, CompletedEvent):
+                self._server._record(event)
 
         return forward
 

@@ -1,13 +1,15 @@
 """The ``Transport`` protocol: how a ``BridgeClient`` reaches a host.
 
 A transport only moves payloads; the client does all parsing, filtering and correlation, so a
-socket transport to a real Pi (``transports/relay.py``) and the in-process one behave alike.
+socket transport to a real Pi (``transports/relay/``) and the in-process one behave alike.
 
 Contract:
 
 * ``open(listener)`` connects and starts delivering host -> bridge messages to ``listener``:
-  ``listener.message(channel, data, replay=...)`` for each payload (``data`` is decoded JSON
-  or a wire Struct; ``replay=True`` marks a ``started`` for a form that was already open when the
+  ``listener.message(channel, data, replay=...)`` for each payload (``data`` is anything
+  ``pi_ask_core.decode_event`` takes: JSON text, decoded JSON, a wire Struct, or the
+  ``decode_event`` result itself, which the client passes through at no cost;
+  ``replay=True`` marks a ``started`` for a form that was already open when the
   client connected), and ``listener.ended(reason)`` when the Pi session ended
   (``"session_ended"``: open forms are gone, the connection may carry a new session) or the
   connection is gone (``"disconnected"``: nothing more will arrive).

@@ -18,7 +18,10 @@ from pi_ask_core import (
     SUBMIT_RESULT,
     EventBus,
     FlowHost,
+    SubmitAck,
     SubmitEvent,
+    SubmitRejection,
+    decode_event,
 )
 from pi_ask_sdk.errors import ConnectionLost
 
@@ -85,11 +88,10 @@ class MemoryTransport:
         sending = _SENDING.get(id(self._bus))
         if sending is None or sending[0] is self:
             return False
-        request_id = getattr(data, "request_id", None)
-        flow_id = getattr(data, "flow_id", None)
-        if isinstance(data, dict):
-            request_id, flow_id = data.get("requestId"), data.get("flowId")
-        return (request_id, flow_id) == sending[1:]
+        verdict = decode_event(SUBMIT_RESULT, data)
+        if not isinstance(verdict, (SubmitAck, SubmitRejection)):
+            return False
+        return (verdict.request_id, verdict.flow_id) == sending[1:]
 
     async def send(self, payload: SubmitEvent) -> None:
         if self._listener is None:

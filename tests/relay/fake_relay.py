@@ -17,7 +17,16 @@ from typing import Any
 
 import msgspec
 
-from pi_ask_core import CHANNELS, SUBMIT, FlowHandle, FlowHost, LocalEventBus
+from pi_ask_core import (
+    CHANNELS,
+    SUBMIT,
+    CompletedEvent,
+    FlowHandle,
+    FlowHost,
+    LocalEventBus,
+    StartedEvent,
+    decode_event,
+)
 
 
 class FakeRelay:
@@ -84,11 +93,12 @@ class FakeRelay:
 
     def _forward(self, channel: str) -> Any:
         def forward(data: object) -> None:
+            decoded = decode_event(channel, data)
             payload = msgspec.to_builtins(data)
-            if channel == "pi-agent-ask:started":
-                self._open[payload["flowId"]] = payload
-            elif channel == "pi-agent-ask:completed":
-                self._open.pop(payload["flowId"], None)
+            if isinstance(decoded, StartedEvent):
+                self._open[decoded.flow_id] = payload
+            elif isinstance(decoded, CompletedEvent):
+                self._open.pop(decoded.flow_id, None)
             event = {"type": "event", "channel": channel, "data": payload, "replay": False}
             # Raw UTF-8, as the relay writes it: U+2028/U+2029 stay unescaped inside strings.
             self.send_line(json.dumps(event, ensure_ascii=False).encode() + b"\n")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from pi_ask_core import CancelResponse, StartedEvent, SubmitEvent, SubmitRejection
+from pi_ask_core import CancelResponse, Skipped, StartedEvent, SubmitEvent, SubmitRejection
 from pi_ask_sdk import ConnectionLost
 from pi_ask_sdk.transports.relay import (
     RelayHandshakeError,
@@ -173,9 +173,11 @@ async def test_framing_long_lines_and_bad_lines(
             assert (channel, replay) == ("pi-agent-ask:started", True)
             assert isinstance(data, StartedEvent)
             assert data.title == STARTED["title"]
-            channel, data, replay = await recorder.next()  # version 2: plain JSON for the client
-            assert isinstance(data, dict)
-            assert data["version"] == 2
+            channel, data, replay = await recorder.next()  # version 2: skipped, with the reason
+            assert isinstance(data, Skipped)
+            assert data.reason == "bad_version"
+            assert isinstance(data.payload, dict)
+            assert data.payload["version"] == 2
             channel, data, replay = await recorder.next()
             assert isinstance(data, SubmitRejection)
             assert data.error == "invalid_answer"

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-import pi_ask_sdk.transports.relay as relay_module
+import pi_ask_sdk.transports.relay._discovery as relay_discovery
+import pi_ask_sdk.transports.relay._transport as relay_transport
 from pi_ask_sdk import BridgeClient, SubmitAccepted
 from pi_ask_sdk.transports.relay import RelayTransport, discover_relays
 from tests.integration.pi_process import (
@@ -33,13 +34,14 @@ async def test_answering_and_new_session_work_across_an_ssh_forward(
     fresh_pi: PiProcess, sshd: Sshd, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     remote_pid = fresh_pi.pid
-    real_pid_alive = relay_module.pid_alive
+    real_pid_alive = relay_discovery.pid_alive
 
     def elsewhere(pid: int) -> bool:
         # Pi's pid is another machine's: this machine has no such process.
         return False if pid == remote_pid else real_pid_alive(pid)
 
-    monkeypatch.setattr(relay_module, "pid_alive", elsewhere)
+    monkeypatch.setattr(relay_discovery, "pid_alive", elsewhere)
+    monkeypatch.setattr(relay_transport, "pid_alive", elsewhere)
     local_dir = make_private_dir(tmp_path / "fwd")
     monkeypatch.setenv("PI_ASK_RELAY_DIR", str(local_dir))
     with sshd.forward(local_dir / "pi-remote.sock", fresh_pi.socket_path) as local:

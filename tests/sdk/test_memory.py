@@ -53,8 +53,8 @@ async def test_ten_thousand_flows_retain_nothing() -> None:
         # Nothing per flow survives: the client holds no open flows, no waiters, and a
         # fixed number of remembered finished flow ids.
         assert dict(client.open_flows) == {}
-        assert client._pending == {}
-        assert len(client._closed) == MEMORY
+        assert client._book.pending == {}
+        assert len(client._book.closed) == MEMORY
         assert len(fake.host.active_flows) == 0
         # One retained object per flow would be 10,000; 100 bytes per flow would be 200 kB.
         assert objects_grown < 1_000, objects_grown

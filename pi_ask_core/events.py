@@ -1,0 +1,194 @@
+"""The one decode boundary for event payloads: ``decode_event(channel, raw)``.
+
+Whatever carries a payload (the relay's JSON lines, an in-process bus, a test relay), it reaches
+a reader through this function and comes out as one typed form: the channel's wire Struct, or a
+``Skipped`` value that says why it was not taken. It never raises on bad input.
+
+``raw`` may be JSON text (``bytes``, ``bytearray``, ``memoryview``, ``msgspec.Raw``), decoded
+JSON (a ``dict``), a wire Struct (taken as it is when it fits its channel), or a ``Skipped``
+(returned unchanged, so decoding twice is harmless). JSON text is decoded once, straight into
+the channel's Struct; only a payload that does not fit is decoded again as plain JSON, to name
+what is wrong with it.
+
+The version rule is the core's (``pi_ask_core.answers``): ``version`` must be the number 1, JSON
+``1`` or ``1.0``, never ``true``.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal, TypeAlias, final, overload
+
+import msgspec
+
+from .answers import _is_version_one
+from .protocol import (
+    COMPLETED,
+    LEGACY_CHANNEL_PREFIX,
+    STARTED,
+    SUBMIT,
+    SUBMIT_RESULT,
+    CompletedEvent,
+    StartedEvent,
+    SubmitAck,
+    SubmitEvent,
+    SubmitRejection,
+    submit_result_from_builtins,
+)
+
+__all__ = ["DecodedEvent", "SkipReason", "Skipped", "decode_event"]
+
+SkipReason = Literal[
+    "unknown_channel", "legacy_channel", "not_json", "not_an_object", "bad_version", "malformed"
+]
+"""Why a payload was not taken: its channel is not one of the four (or is a legacy one), it is
+not JSON (or nested too deeply), not a JSON object, its ``version`` is not the number 1, or it
+does not fit its channel's shape."""
+
+
+@final
+class Skipped(msgspec.Struct, frozen=True):
+    """A payload that was not taken; ``detail`` says why, for a log line. ``payload`` is the
+    payload as plain JSON (``None`` when it was not JSON), for a watcher that shows it anyway."""
+
+    channel: str
+    reason: SkipReason
+    detail: str
+    payload: object = None
+
+
+DecodedEvent: TypeAlias = StartedEvent | CompletedEvent | SubmitAck | SubmitRejection | SubmitEvent
+"""What ``decode_event`` returns for a payload it takes."""
+
+_Typed: TypeAlias = type[StartedEvent] | type[CompletedEvent] | type[SubmitEvent]
+
+_JSON_TEXT: Final = (bytes, bytearray, memoryview, msgspec.Raw)
+_TYPES: Final[dict[str, _Typed]] = {
+    STARTED: StartedEvent,
+    COMPLETED: CompletedEvent,
+    SUBMIT: SubmitEvent,
+}
+
+
+class _Decoders:
+    """The JSON decoders, made on first use: building them costs milliseconds at import, and
+    an in-process bridge never decodes JSON text."""
+
+    __slots__ = ("ack", "completed", "rejection", "started", "submit")
+
+    def __init__(self) -> None:
+        self.started = msgspec.json.Decoder(StartedEvent)
+        self.completed = msgspec.json.Decoder(CompletedEvent)
+        self.submit = msgspec.json.Decoder(SubmitEvent)
+        self.ack = msgspec.json.Decoder(SubmitAck)
+        self.rejection = msgspec.json.Decoder(SubmitRejection)
+
+
+_ResultDecoder: TypeAlias = (
+    "msgspec.json.Decoder[SubmitAck] | msgspec.json.Decoder[SubmitRejection]"
+)
+_decoders: _Decoders | None = None
+_REFUSED: Final = b'"ok":false'
+_KNOWN: Final = frozenset((STARTED, COMPLETED, SUBMIT, SUBMIT_RESULT))
+
+
+@overload
+def decode_event(
+    channel: Literal["pi-agent-ask:started"], raw: object
+) -> StartedEvent | Skipped: ...
+@overload
+def decode_event(
+    channel: Literal["pi-agent-ask:completed"], raw: object
+) -> CompletedEvent | Skipped: ...
+@overload
+def decode_event(
+    channel: Literal["pi-agent-ask:submit-result"], raw: object
+) -> SubmitAck | SubmitRejection | Skipped: ...
+@overload
+def decode_event(channel: Literal["pi-agent-ask:submit"], raw: object) -> SubmitEvent | Skipped: ...
+@overload
+def decode_event(channel: str, raw: object) -> DecodedEvent | Skipped: ...
+def decode_event(channel: str, raw: object) -> DecodedEvent | Skipped:
+    """``raw`` on ``channel`` as its wire Struct, or ``Skipped`` with the reason. Never raises.
+
+    With a channel constant (``STARTED``, ...) the type checker knows which Struct comes back."""
+    if type(raw) is Skipped:
+        return raw
+    if channel not in _KNOWN:
+        return _from_builtins(channel, raw)
+    if channel == SUBMIT_RESULT:
+        if isinstance(raw, (SubmitAck, SubmitRejection)):
+            if _is_version_one(raw.version):
+                return raw
+        elif isinstance(raw, _JSON_TEXT):
+            decoders = _decoders or _make_decoders()
+            # A hint of which shape to try first (JSON.stringify writes no spaces); the other
+            # shape is still tried, so the hint never decides.
+            text = raw if isinstance(raw, (bytes, bytearray)) else bytes(raw)
+            order: tuple[_ResultDecoder, _ResultDecoder] = (decoders.ack, decoders.rejection)
+            if _REFUSED in text:
+                order = (decoders.rejection, decoders.ack)
+            for decoder in order:
+                try:
+                    return decoder.decode(raw)
+                except (msgspec.DecodeError, RecursionError):
+                    pass
+    else:
+        if isinstance(raw, _TYPES[channel]):
+            if _is_version_one(raw.version):
+                return raw
+        elif isinstance(raw, _JSON_TEXT):
+            decoders = _decoders or _make_decoders()
+            try:
+                decoded: DecodedEvent = (
+                    decoders.started.decode(raw)
+                    if channel == STARTED
+                    else decoders.completed.decode(raw)
+                    if channel == COMPLETED
+                    else decoders.submit.decode(raw)
+                )
+            except (msgspec.DecodeError, RecursionError):
+                pass
+            else:
+                return decoded
+    return _from_builtins(channel, raw)
+
+
+def _make_decoders() -> _Decoders:
+    global _decoders
+    _decoders = _Decoders()
+    return _decoders
+
+
+def _from_builtins(channel: str, raw: object) -> DecodedEvent | Skipped:
+    """The slow path: ``raw`` as plain JSON, checked rule by rule to name what is wrong."""
+    try:
+        if isinstance(raw, _JSON_TEXT):
+            raw = msgspec.json.decode(raw)
+        elif isinstance(raw, msgspec.Struct):
+            raw = msgspec.to_builtins(raw)
+    except (msgspec.DecodeError, RecursionError) as exc:
+        why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        return Skipped(channel, "not_json", f"not JSON ({why})")
+    except (TypeError, ValueError) as exc:
+        return Skipped(channel, "not_json", f"not JSON ({exc})")
+    if channel not in _KNOWN:
+        if channel.startswith(LEGACY_CHANNEL_PREFIX):
+            return Skipped(channel, "legacy_channel", "a legacy channel", raw)
+        return Skipped(channel, "unknown_channel", "not a pi-agent-ask channel", raw)
+    if not isinstance(raw, dict):
+        return Skipped(channel, "not_an_object", "not a JSON object", raw)
+    version = raw.get("version")
+    if not _is_version_one(version):
+        shown = "missing" if "version" not in raw else repr(version)
+        return Skipped(channel, "bad_version", f"version must be the number 1, got {shown}", raw)
+    original = raw
+    if type(version) is float:
+        raw = {**raw, "version": 1}
+    try:
+        if channel == SUBMIT_RESULT:
+            return submit_result_from_builtins(raw)
+        typed: DecodedEvent = msgspec.convert(raw, _TYPES[channel])
+    except (msgspec.ValidationError, RecursionError) as exc:
+        why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        return Skipped(channel, "malformed", f"malformed ({why})", original)
+    return typed

@@ -1,0 +1,96 @@
+"""``RelayTransport``: a ``BridgeClient`` transport to a real Pi through the relay extension.
+
+The package is split by concept: ``_discovery`` (relay directory, same-user checks, finding
+live Pis), ``_wire`` (envelopes, line decoding, the submit line), ``_connection`` (one socket:
+framing and handshake) and ``_transport`` (``RelayTransport``: delivery and reconnects). Its
+errors live in ``pi_ask_sdk.errors`` and are re-exported here.
+
+The relay (``pi_ask_sdk/relay/pi-ask-relay.ts``, loaded with ``pi -e "$(pi-ask relay-path)"``)
+listens on a private Unix socket ``<relay dir>/pi-<pid>.sock`` and speaks JSON lines (wire
+protocol 1, see the relay's README):
+
+* relay -> client: ``hello`` (first line), ``event`` (``channel``, ``data``, ``replay``),
+  ``session_end`` (then EOF), ``error`` (a reply to bad client input);
+* client -> relay: ``{"type":"emit","channel":"pi-agent-ask:submit","data":...}``.
+
+Lines are split on ``b"\\n"`` only (JSON strings may hold U+2028/U+2029) and bounded in length.
+Envelopes decode straight into typed Structs; an event's ``data`` is kept as ``msgspec.Raw`` and
+decoded into its channel's wire Struct, or, when it does not fit, into plain JSON so that the
+client judges it (and logs why it is skipped).
+
+After ``session_end`` the listener hears ``ended("session_ended")``, nothing more is read from
+that connection, and the transport reconnects at once with bounded exponential backoff: Pi
+listens again when the next session starts, and the forms the new connection replays restore
+the client's view. A connection lost without ``session_end`` (or cut short during its replay)
+is retried the same way; once Pi is gone or the retries run out, the listener hears
+``ended("disconnected")`` and nothing more. "Pi is gone" is read from Pi's pid only when the
+hello came from the relay's own socket at our path; through a forwarded socket (``ssh -L``) the
+pid is another machine's, and only the connection tells.
+
+Text: a lone UTF-16 surrogate, which Pi's ``JSON.stringify`` writes as an escape such as
+``"\\ud83d"``, is decoded as U+FFFD (``replace_lone_surrogates``), the one decode rule for
+relay input. A ``submit-result`` the relay marks ``"own": false`` answers another connection's
+submit and is not delivered (unless ``foreign_results=True``).
+
+Trust model: only the same OS user, only locally. The directory must be a real directory owned
+by this uid with no group/other permission bits, and the socket must be a socket owned by this
+uid with mode 0600 (the relay's own rules); anything else raises ``UnsafeRelayPath``.
+"""
+
+from __future__ import annotations
+
+from pi_ask_sdk.errors import (
+    AmbiguousRelay,
+    NoRelayFound,
+    RelayConnectError,
+    RelayError,
+    RelayHandshakeError,
+    RelayPathMissing,
+    RelayPathTooLong,
+    UnsafeRelayPath,
+)
+
+from ._discovery import (
+    MAX_SOCKET_PATH,
+    RelayInfo,
+    check_relay_dir,
+    check_relay_socket,
+    discover_relays,
+    pid_alive,
+    relay_dir,
+    relay_extension_path,
+    resolve_relay,
+)
+from ._transport import RelayTransport, discover
+from ._wire import DEFAULT_MAX_LINE_BYTES, PROTOCOL, RelayHello, replace_lone_surrogates
+
+__all__ = [
+    "DEFAULT_MAX_LINE_BYTES",
+    "MAX_SOCKET_PATH",
+    "PROTOCOL",
+    "AmbiguousRelay",
+    "NoRelayFound",
+    "RelayConnectError",
+    "RelayError",
+    "RelayHandshakeError",
+    "RelayHello",
+    "RelayInfo",
+    "RelayPathMissing",
+    "RelayPathTooLong",
+    "RelayTransport",
+    "UnsafeRelayPath",
+    "check_relay_dir",
+    "check_relay_socket",
+    "discover",
+    "discover_relays",
+    "pid_alive",
+    "relay_dir",
+    "relay_extension_path",
+    "replace_lone_surrogates",
+    "resolve_relay",
+]
+
+# Documented where users import them from.
+for _public in (RelayTransport, RelayHello, RelayInfo):
+    _public.__module__ = __name__
+del _public

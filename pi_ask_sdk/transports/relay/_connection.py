@@ -1,0 +1,212 @@
+"""One socket connection to a relay: line framing, envelope decoding, the handshake state."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+import msgspec
+
+from pi_ask_core import SUBMIT_RESULT, Skipped, decode_event
+from pi_ask_sdk.errors import RelayHandshakeError
+
+from ._wire import (
+    PROTOCOL,
+    RelayHello,
+    _decode_envelope,
+    _Envelope,
+    _Error,
+    _Event,
+    _SessionEnd,
+)
+
+if TYPE_CHECKING:
+    from ._transport import RelayTransport
+
+log: Final = logging.getLogger("pi_ask_sdk.relay")
+
+
+def _retrieve(future: asyncio.Future[RelayHello]) -> None:
+    """Mark a failed handshake as seen (its error is raised by ``_connect`` or moot)."""
+    if not future.cancelled():
+        future.exception()
+
+
+class _Protocol(asyncio.Protocol):
+    """One socket connection: frames lines, decodes envelopes, hands them to the transport."""
+
+    def __init__(self, owner: RelayTransport, path: Path, max_line: int) -> None:
+        self.owner = owner
+        self.path = path
+        self.max_line = max_line
+        self.buffer = bytearray()
+        self.discarding = False
+        self.transport: asyncio.Transport | None = None
+        self.hello: asyncio.Future[RelayHello] = asyncio.get_running_loop().create_future()
+        self.hello.add_done_callback(_retrieve)
+        # Resolved once the hello and the replays it announces have arrived.
+        self.ready: asyncio.Future[RelayHello] = asyncio.get_running_loop().create_future()
+        self.ready.add_done_callback(_retrieve)
+        self.session_end: str | None = None
+        self.lost = False
+        self.writable: asyncio.Event = asyncio.Event()
+        self.writable.set()
+        # what arrives after hello, before the transport adopts this connection (the replays)
+        self.queued: list[_Event | _SessionEnd] | None = []
+
+    def adopt(self) -> None:
+        """Start handing messages to the owner, first those that came with the hello."""
+        queued, self.queued = self.queued, None
+        for envelope in queued or ():
+            self._dispatch(envelope)
+
+    # asyncio callbacks
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        buffer = self.buffer
+        start = 0
+        end = len(data)
+        while start < end and not self.lost:
+            nl = data.find(b"\n", start)
+            stop = end if nl < 0 else nl
+            if self.discarding:
+                if nl >= 0:
+                    self.discarding = False
+            elif len(buffer) + (stop - start) > self.max_line:
+                buffer.clear()
+                log.warning(
+                    "pi_ask_sdk.relay: discarded a line longer than %d bytes from %s",
+                    self.max_line,
+                    self.path,
+                )
+                self.discarding = nl < 0
+            elif nl < 0:
+                buffer += data[start:end]
+            elif buffer:
+                buffer += data[start:nl]
+                line = bytes(buffer)
+                buffer.clear()
+                self._line(line)
+            else:
+                self._line(data[start:nl])
+            if nl < 0:
+                break
+            start = nl + 1
+
+    def eof_received(self) -> bool | None:
+        return False  # close our side too
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.lost:
+            return
+        self.lost = True
+        self.writable.set()
+        if not self.hello.done():
+            problem = "the connection closed before hello" if exc is None else str(exc)
+            self.hello.set_exception(RelayHandshakeError(self.path, problem))
+        if not self.ready.done():
+            problem = "the connection closed during the replay" if exc is None else str(exc)
+            self.ready.set_exception(RelayHandshakeError(self.path, problem))
+        if self.queued is None:
+            self.owner._connection_lost(self)
+
+    def pause_writing(self) -> None:
+        self.writable.clear()
+
+    def resume_writing(self) -> None:
+        self.writable.set()
+
+    # framing
+
+    def _line(self, line: bytes) -> None:
+        if self.session_end is not None:
+            return  # the session is over: nothing after its session_end counts
+        if not line or line.isspace():  # (strip() would copy the line)
+            return
+        try:
+            envelope = _decode_envelope(line)
+        except (msgspec.ValidationError, msgspec.DecodeError, RecursionError) as exc:
+            log.warning(
+                "pi_ask_sdk.relay: skipped an undecodable line (%d bytes) from %s: %s",
+                len(line),
+                self.path,
+                "nested too deeply" if isinstance(exc, RecursionError) else exc,
+            )
+            return
+        if not self.hello.done():
+            self._greeting(envelope)
+        elif isinstance(envelope, _Error):
+            log.warning(
+                "pi_ask_sdk.relay: relay %s refused a message: %s: %s",
+                self.path,
+                envelope.code,
+                envelope.message,
+            )
+        elif isinstance(envelope, RelayHello):
+            log.warning("pi_ask_sdk.relay: ignored a second hello from %s", self.path)
+        elif self.queued is not None:
+            if isinstance(envelope, _SessionEnd):
+                self.session_end = envelope.reason
+            self.queued.append(envelope)
+            self._check_ready()
+        else:
+            if isinstance(envelope, _SessionEnd):
+                self.session_end = envelope.reason
+            self._dispatch(envelope)
+
+    def _dispatch(self, envelope: _Event | _SessionEnd) -> None:
+        if isinstance(envelope, _Event):
+            if (
+                envelope.own is False
+                and envelope.channel == SUBMIT_RESULT
+                and not self.owner._foreign_results
+            ):
+                return  # the verdict on another connection's submit (it may share our ids)
+            data = decode_event(envelope.channel, envelope.data)
+            if isinstance(data, Skipped) and data.reason == "not_json":
+                log.warning("pi_ask_sdk.relay: skipped an event with bad data: %s", data.detail)
+                return
+            self.owner._deliver(self, envelope.channel, data, envelope.replay)
+        elif isinstance(envelope, _SessionEnd):
+            self.owner._session_end(self, envelope.reason)
+
+    def _greeting(self, envelope: _Envelope) -> None:
+        if not isinstance(envelope, RelayHello):
+            problem = (
+                f"the first message is {type(envelope).__name__.strip('_').lower()}, not hello"
+            )
+        elif envelope.protocol != PROTOCOL:
+            problem = f"it speaks protocol {envelope.protocol}, this client speaks {PROTOCOL}"
+        else:
+            self.hello.set_result(envelope)
+            self._check_ready()
+            return
+        error = RelayHandshakeError(self.path, problem, retryable=False)
+        self.hello.set_exception(error)
+        self.ready.set_exception(error)
+        self.close()
+
+    def _check_ready(self) -> None:
+        if self.ready.done() or not self.hello.done() or self.hello.exception() is not None:
+            return
+        hello = self.hello.result()
+        queued = self.queued or []
+        replays = sum(1 for e in queued if isinstance(e, _Event) and e.replay)
+        ended = any(isinstance(e, _SessionEnd) for e in queued)
+        if replays >= hello.replaying or ended:
+            self.ready.set_result(hello)
+
+    def close(self) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.close()
+
+    def abort(self) -> None:
+        """Close at once, dropping unsent data (nothing more is owed to an ended session)."""
+        if self.transport is not None:
+            self.transport.abort()

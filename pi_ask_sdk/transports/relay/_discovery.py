@@ -1,0 +1,227 @@
+"""Finding a relay: its directory, the same-user checks, live Pis' sockets, the extension file."""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import socket
+import stat
+import tempfile
+from collections.abc import Callable, Container, Mapping
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Final
+
+from pi_ask_sdk.errors import (
+    AmbiguousRelay,
+    NoRelayFound,
+    RelayError,
+    RelayPathMissing,
+    UnsafeRelayPath,
+)
+
+log: Final = logging.getLogger("pi_ask_sdk.relay")
+
+MAX_SOCKET_PATH: Final = 107
+"""Longest Unix socket path in bytes (``sun_path`` is 108 bytes with its terminating NUL)."""
+
+_SOCKET_RE: Final = re.compile(r"^pi-(\d+)\.sock$")
+_FORWARD_RE: Final = re.compile(r"^pi-(?!\d+\.sock$).+\.sock$")
+"""A forwarded relay socket (``ssh -L``): ``pi-<label>.sock`` where the label is not a pid."""
+
+
+def local_socket_pid(name: str) -> int | None:
+    """The pid in a local relay socket's file name (``pi-<pid>.sock``); None for other names.
+    The one place that knows the pattern (the CLI's doctor and process listing use it too)."""
+    match = _SOCKET_RE.match(name)
+    return None if match is None else int(match.group(1))
+
+
+@dataclass(frozen=True, slots=True)
+class RelayInfo:
+    """A relay socket of a live Pi process.
+
+    ``forwarded`` marks a socket that forwards to a relay elsewhere (``ssh -L``), named
+    ``pi-<label>.sock``: its ``pid`` is 0 (unknown here) until a hello tells it.
+    """
+
+    pid: int
+    path: Path
+    forwarded: bool = False
+
+
+def relay_dir(env: Mapping[str, str] | None = None) -> Path:
+    """``$PI_ASK_RELAY_DIR``, else ``$XDG_RUNTIME_DIR/pi-ask``, else ``<tmpdir>/pi-ask-<uid>``.
+
+    The same rule as the relay; ``<tmpdir>`` is ``$TMPDIR`` else ``/tmp`` (node's ``os.tmpdir``).
+    """
+    env = os.environ if env is None else env
+    explicit = env.get("PI_ASK_RELAY_DIR")
+    if explicit:
+        return Path(os.path.abspath(explicit))
+    xdg = env.get("XDG_RUNTIME_DIR")
+    if xdg:
+        return Path(xdg) / "pi-ask"
+    tmp = env.get("TMPDIR") or env.get("TMP") or env.get("TEMP") or tempfile.gettempdir()
+    if len(tmp) > 1 and tmp.endswith("/"):
+        tmp = tmp[:-1]  # node's os.tmpdir() strips one trailing slash
+    return Path(tmp) / f"pi-ask-{os.getuid()}"
+
+
+def check_relay_dir(directory: Path) -> None:
+    """Raise ``UnsafeRelayPath`` unless ``directory`` is a real directory owned by this uid
+    with no group/other permission bits (``RelayPathMissing``, a ``FileNotFoundError`` too, if
+    it does not exist)."""
+    _check_private(
+        directory,
+        directory,
+        stat.S_ISDIR,
+        "it is not a directory (symlinks are refused)",
+        "it must grant no group/other permission (chmod 700)",
+    )
+
+
+def check_relay_socket(path: Path) -> None:
+    """Raise ``UnsafeRelayPath`` unless ``path`` is a socket owned by this uid with mode 0600
+    (``RelayPathMissing``, a ``FileNotFoundError`` too, if it does not exist). Checks its
+    directory first."""
+    check_relay_dir(path.parent)
+    _check_private(
+        path, path.parent, stat.S_ISSOCK, "it is not a Unix socket", "a relay socket must be 0600"
+    )
+
+
+def _check_private(
+    path: Path, directory: Path, is_kind: Callable[[int], bool], wrong_kind: str, wrong_mode: str
+) -> None:
+    """``path`` (not followed if a link) is of the expected kind, ours, and private."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError as exc:
+        raise RelayPathMissing(path, directory) from exc
+    except OSError as exc:
+        raise UnsafeRelayPath(path, f"it cannot be inspected ({exc.strerror or exc})") from exc
+    if not is_kind(st.st_mode):
+        raise UnsafeRelayPath(path, wrong_kind)
+    uid = os.getuid()
+    if st.st_uid != uid:
+        raise UnsafeRelayPath(path, f"it is owned by uid {st.st_uid}, not by this uid {uid}")
+    mode = stat.S_IMODE(st.st_mode)
+    if mode & 0o077:
+        raise UnsafeRelayPath(path, f"its mode is {mode:o}; {wrong_mode}")
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists (and is not a zombie waiting to be reaped)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[-1].split()
+        return not fields or fields[0] not in (b"Z", b"X")
+    except OSError:
+        return True  # no /proc (not Linux): kill() said it exists
+
+
+def discover_relays(
+    directory: Path | None = None, *, known: Container[Path] = ()
+) -> list[RelayInfo]:
+    """Relay sockets of live Pi processes in ``directory`` (default ``relay_dir()``): local
+    ones (``pi-<pid>.sock`` of a live pid) by pid, then forwarded ones by name.
+
+    A forwarded socket (``pi-<label>.sock``, label not a number, e.g. made by ``ssh -L``) is
+    listed when it passes the same-user rules and accepts a connection (a forward whose
+    ``ssh`` is gone refuses it). A poller passes the forwards it is connected to as ``known``:
+    they are listed without a probe connection (each probe costs the far relay a hello and its
+    replays). Raises ``UnsafeRelayPath`` when the directory breaks the same-user rules; a
+    directory that does not exist has no relays.
+    """
+    directory = relay_dir() if directory is None else directory
+    try:
+        check_relay_dir(directory)
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise UnsafeRelayPath(directory, f"it cannot be listed ({exc.strerror or exc})") from exc
+    found: list[RelayInfo] = []
+    forwarded: list[RelayInfo] = []
+    for name in names:
+        pid = local_socket_pid(name)
+        if pid is not None:
+            if pid_alive(pid):
+                found.append(RelayInfo(pid, directory / name))
+        elif _FORWARD_RE.match(name) and (directory / name in known or _accepts(directory / name)):
+            forwarded.append(RelayInfo(0, directory / name, forwarded=True))
+    found.sort(key=lambda info: info.pid)
+    forwarded.sort(key=lambda info: info.path.name)
+    return found + forwarded
+
+
+def _accepts(path: Path) -> bool:
+    """Whether ``path`` is a private socket of ours that accepts a connection (then closed)."""
+    try:
+        check_relay_socket(path)
+    except (OSError, UnsafeRelayPath) as exc:
+        log.debug("pi_ask_sdk.relay: skipped %s: %s", path, exc)
+        return False
+    if len(os.fsencode(path)) > MAX_SOCKET_PATH:
+        return False
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.settimeout(1.0)
+        probe.connect(str(path))
+    except OSError:
+        return False  # refused: nothing listens (e.g. its ssh has exited)
+    finally:
+        probe.close()
+    return True
+
+
+def resolve_relay(
+    *,
+    pid: int | None = None,
+    path: str | os.PathLike[str] | None = None,
+    directory: Path | None = None,
+) -> RelayInfo:
+    """The relay to connect to: by ``path``, by ``pid``, or the only one running.
+
+    Raises ``NoRelayFound`` (none, or the requested one is not there), ``AmbiguousRelay``
+    (several and no choice made; it names them) or ``UnsafeRelayPath``.
+    """
+    if path is not None:
+        sock = Path(os.path.abspath(path))
+        local_pid = local_socket_pid(sock.name)
+        if local_pid is not None:
+            return RelayInfo(local_pid, sock)
+        return RelayInfo(0, sock, forwarded=True)
+    directory = relay_dir() if directory is None else directory
+    if pid is not None:
+        sock = directory / f"pi-{pid}.sock"
+        if not pid_alive(pid):
+            raise NoRelayFound(directory, f"no process with pid {pid}")
+        return RelayInfo(pid, sock)
+    relays = discover_relays(directory)
+    if not relays:
+        raise NoRelayFound(directory)
+    if len(relays) > 1:
+        raise AmbiguousRelay(tuple(relays))
+    return relays[0]
+
+
+def relay_extension_path() -> Path:
+    """Absolute path of the shipped relay extension, for ``pi -e <path>``."""
+    found = resources.files("pi_ask_sdk") / "relay" / "pi-ask-relay.ts"
+    if not isinstance(found, Path) or not found.is_file():
+        raise RelayError(
+            f"The relay extension is not a file on disk ({found}); install pi-ask-sdk unzipped."
+        )
+    return found.resolve()

@@ -1,0 +1,324 @@
+"""``RelayTransport``: connect, hand events to the listener, send submits, reconnect."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from pathlib import Path
+from typing import Final, Literal
+
+from pi_ask_core import SubmitEvent
+from pi_ask_sdk.errors import (
+    ConnectionLost,
+    NoRelayFound,
+    RelayConnectError,
+    RelayError,
+    RelayHandshakeError,
+    RelayPathTooLong,
+    UnsafeRelayPath,
+)
+from pi_ask_sdk.transports.base import TransportListener
+
+from ._connection import _Protocol
+from ._discovery import MAX_SOCKET_PATH, RelayInfo, check_relay_socket, pid_alive, resolve_relay
+from ._wire import DEFAULT_MAX_LINE_BYTES, RelayHello, encode_emit
+
+log: Final = logging.getLogger("pi_ask_sdk.relay")
+
+_State = Literal["new", "connected", "reconnecting", "closed"]
+
+
+class RelayTransport:
+    """A ``Transport`` over the relay socket of one Pi process.
+
+    Give ``path`` (a socket), or ``pid`` (its socket in ``directory``, default ``relay_dir()``),
+    or neither to use the only running Pi (resolved in ``open``). ``hello_timeout`` bounds the
+    wait for the greeting and its replays, and for a relay that stops reading our submits.
+    After a session end or a lost connection the transport retries with backoff from
+    ``backoff_initial`` doubling to ``backoff_max`` for at most ``reconnect_timeout`` seconds
+    (``reconnect=False``: report ``disconnected`` at once).
+
+    A ``submit-result`` the relay marks as the answer to another connection's submit is not
+    delivered (two bridges may use the same ``requestId``), unless ``foreign_results=True``
+    (for a watcher that shows every verdict and resolves no waiter from them).
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        pid: int | None = None,
+        directory: Path | None = None,
+        hello_timeout: float = 5.0,
+        reconnect: bool = True,
+        reconnect_timeout: float = 10.0,
+        backoff_initial: float = 0.02,
+        backoff_max: float = 1.0,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        foreign_results: bool = False,
+    ) -> None:
+        self._path_arg = path
+        self._foreign_results = foreign_results
+        self._pid_arg = pid
+        self._directory = directory
+        self._hello_timeout = hello_timeout
+        self._reconnect_enabled = reconnect
+        self._reconnect_timeout = reconnect_timeout
+        self._backoff_initial = backoff_initial
+        self._backoff_max = backoff_max
+        self._max_line = max_line_bytes
+        self._state: _State = "new"
+        self._listener: TransportListener | None = None
+        self._conn: _Protocol | None = None
+        self._info: RelayInfo | None = None
+        self._hello: RelayHello | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._connections = 0
+
+    # --- introspection ---
+
+    @property
+    def path(self) -> Path | None:
+        """The socket path (known once resolved)."""
+        return None if self._info is None else self._info.path
+
+    @property
+    def hello(self) -> RelayHello | None:
+        """The greeting of the current (or last) connection."""
+        return self._hello
+
+    @property
+    def is_connected(self) -> bool:
+        return self._state == "connected"
+
+    @property
+    def connections(self) -> int:
+        """How many connections were made (1 + successful reconnects)."""
+        return self._connections
+
+    # --- Transport ---
+
+    async def open(self, listener: TransportListener) -> None:
+        if self._state != "new":
+            raise RuntimeError("RelayTransport can be opened once")
+        self._info = resolve_relay(
+            pid=self._pid_arg, path=self._path_arg, directory=self._directory
+        )
+        self._listener = listener
+        try:
+            await self._connect()
+        except BaseException:
+            self._state = "closed"
+            self._listener = None
+            raise
+
+    async def send(self, payload: SubmitEvent) -> None:
+        conn = self._conn
+        if self._state != "connected" or conn is None or conn.transport is None:
+            reason: Literal["session_ended", "disconnected"] = (
+                "session_ended" if self._state == "reconnecting" else "disconnected"
+            )
+            raise ConnectionLost(reason, "not connected to the Pi relay")
+        if not conn.writable.is_set():
+            # The relay is not reading: wait for it, bounded, rather than queue without limit.
+            try:
+                await asyncio.wait_for(conn.writable.wait(), self._hello_timeout)
+            except asyncio.TimeoutError:
+                raise ConnectionLost(
+                    "disconnected",
+                    f"the relay has not read our data for {self._hello_timeout:g} s",
+                ) from None
+            if conn.lost:
+                raise ConnectionLost("disconnected", "the relay connection closed")
+        transport = conn.transport
+        if transport.is_closing():
+            raise ConnectionLost("disconnected", "the relay connection is closing")
+        transport.write(encode_emit(payload))
+
+    async def close(self) -> None:
+        if self._state == "closed":
+            return
+        self._state = "closed"
+        self._listener = None
+        task, self._task = self._task, None
+        if task is not None and task is not asyncio.current_task():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+
+    # --- connecting ---
+
+    async def _connect(self) -> None:
+        """One connection attempt: socket checks, connect, bounded wait for a valid hello."""
+        info = self._info
+        assert info is not None
+        if len(os.fsencode(info.path)) > MAX_SOCKET_PATH:
+            raise RelayPathTooLong(info.path)
+        await self._check_socket(info.path)
+        loop = asyncio.get_running_loop()
+        made: list[_Protocol] = []
+
+        async def handshake() -> RelayHello:
+            try:
+                _, conn = await loop.create_unix_connection(
+                    lambda: _Protocol(self, info.path, self._max_line), str(info.path)
+                )
+            except (ConnectionRefusedError, FileNotFoundError):
+                raise NoRelayFound(
+                    info.path.parent,
+                    f"{info.path.name} refuses connections (a stale socket: its Pi has exited "
+                    "or its session is restarting)",
+                ) from None
+            except OSError as exc:
+                raise RelayConnectError(info.path, exc) from None
+            made.append(conn)
+            return await conn.ready  # the hello, once the replays it announced arrived
+
+        try:
+            hello = await asyncio.wait_for(handshake(), self._hello_timeout)
+        except asyncio.TimeoutError:
+            for conn in made:
+                conn.close()
+            raise RelayHandshakeError(
+                info.path, f"no hello (with its replays) within {self._hello_timeout:g} s"
+            ) from None
+        except BaseException:
+            for conn in made:
+                conn.close()
+            raise
+        conn = made[0]
+        if info.pid and hello.pid != info.pid:
+            conn.close()
+            raise RelayHandshakeError(
+                info.path, f"hello names pid {hello.pid}, not {info.pid}", retryable=False
+            )
+        if not info.pid:
+            self._info = RelayInfo(hello.pid, info.path, forwarded=info.forwarded)
+        if self._state == "closed":
+            conn.close()
+            return
+        self._hello = hello
+        self._conn = conn
+        self._state = "connected"
+        self._connections += 1
+        log.debug("pi_ask_sdk.relay: connected to Pi %d at %s", hello.pid, info.path)
+        conn.adopt()  # replays (and a session_end that came with them) reach the listener now
+        if conn.lost:
+            self._connection_lost(conn)
+
+    async def _check_socket(self, path: Path) -> None:
+        """``check_relay_socket``, allowing the relay a moment between listen and chmod 0600."""
+        deadline = asyncio.get_running_loop().time() + 0.5
+        while True:
+            try:
+                check_relay_socket(path)
+                return
+            except FileNotFoundError:
+                raise NoRelayFound(path.parent, f"{path.name} does not exist") from None
+            except UnsafeRelayPath as exc:
+                if exc.path != path or asyncio.get_running_loop().time() > deadline:
+                    raise
+            await asyncio.sleep(0.01)  # bounded poll: no event tells that chmod ran
+
+    # --- callbacks from the protocol ---
+
+    def _deliver(self, conn: _Protocol, channel: str, data: object, replay: bool) -> None:
+        listener = self._listener
+        if listener is not None and conn is self._conn:
+            listener.message(channel, data, replay=replay)
+
+    def _session_end(self, conn: _Protocol, reason: str) -> None:
+        if conn is not self._conn or self._state != "connected":
+            return
+        log.info("pi_ask_sdk.relay: Pi session ended (%s)", reason)
+        self._state = "reconnecting"
+        listener = self._listener
+        if listener is not None:
+            listener.ended("session_ended")
+        # The session is over whether or not the relay closes the socket: reconnect at once.
+        conn.abort()
+
+    def _local_pid(self) -> int:
+        """Pi's pid when it means something here: the hello came straight from the relay's own
+        socket at our path. Through a forward (``ssh -L``) it is 0: liveness is then learned
+        from the connection itself (reconnecting), never from this machine's process table."""
+        info, hello = self._info, self._hello
+        if info is None or hello is None or info.forwarded:
+            return 0
+        if hello.socket != str(info.path) or hello.pid != info.pid:
+            return 0
+        return hello.pid
+
+    def _connection_lost(self, conn: _Protocol) -> None:
+        if conn is not self._conn or self._state == "closed":
+            return
+        self._conn = None
+        pid = self._local_pid()
+        alive = pid_alive(pid) if pid else True
+        if not alive or not self._reconnect_enabled:
+            why = "Pi has exited" if not alive else "the connection closed"
+            self._give_up(why if conn.session_end is None else f"{why} (session ended)")
+            return
+        if conn.session_end is None:
+            # lost without a goodbye (the relay dropped us): the view may be stale, and the
+            # forms the next connection replays restore it
+            self._state = "reconnecting"
+            listener = self._listener
+            if listener is not None:
+                listener.ended("session_ended")
+        self._task = asyncio.get_running_loop().create_task(self._reconnect_loop())
+
+    async def _reconnect_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._reconnect_timeout
+        delay = self._backoff_initial
+        info = self._info
+        assert info is not None
+        last = "no attempt"
+        local_pid = self._local_pid()
+        while self._state == "reconnecting":
+            if local_pid and not pid_alive(local_pid):
+                last = f"Pi (pid {local_pid}) has exited"
+                break
+            try:
+                await self._connect()
+                if self.is_connected:
+                    self._task = None
+                    return
+            except (OSError, RelayError) as exc:
+                last = str(exc)
+                if isinstance(exc, (UnsafeRelayPath, RelayPathTooLong)) or (
+                    isinstance(exc, RelayHandshakeError) and not exc.retryable
+                ):
+                    break
+                # A handshake cut short (e.g. during a big replay) is retried while Pi lives.
+            if loop.time() + delay > deadline:
+                last = f"gave up after {self._reconnect_timeout:g} s ({last})"
+                break
+            await asyncio.sleep(delay)  # backoff between attempts
+            delay = min(delay * 2, self._backoff_max)
+        self._task = None
+        if self._state == "reconnecting":
+            self._give_up(last)
+
+    def _give_up(self, why: str) -> None:
+        log.info("pi_ask_sdk.relay: disconnected from the Pi relay: %s", why)
+        listener = self._listener
+        self._state = "closed"
+        self._listener = None
+        self._conn = None
+        if listener is not None:
+            listener.ended("disconnected")
+
+
+def discover(
+    *, pid: int | None = None, path: str | os.PathLike[str] | None = None
+) -> RelayTransport:
+    """A ``RelayTransport`` for the one running Pi (or the one chosen); what
+    ``BridgeClient.connect()`` uses. Raises the ``resolve_relay`` errors at once."""
+    return RelayTransport(resolve_relay(pid=pid, path=path).path)

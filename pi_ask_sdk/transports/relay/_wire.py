@@ -1,0 +1,107 @@
+"""The relay's wire protocol 1: JSON-line envelopes, how a line is decoded, the submit line."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Final
+
+import msgspec
+
+from pi_ask_core import (
+    SubmitEvent,
+)
+
+PROTOCOL: Final = 1
+"""The relay wire protocol this transport speaks (``hello.protocol`` must equal it)."""
+
+DEFAULT_MAX_LINE_BYTES: Final = 64 * 1024 * 1024
+"""Longest relay -> client line accepted; longer ones are logged and discarded."""
+
+_EMIT_PREFIX: Final = b'{"type":"emit","channel":"pi-agent-ask:submit","data":'
+
+
+class RelayHello(
+    msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="type", tag="hello"
+):
+    """The relay's greeting: Pi's pid and cwd, Pi's version, the socket path."""
+
+    protocol: int
+    pid: int
+    cwd: str = ""
+    pi_version: str = msgspec.field(default="unknown", name="piVersion")
+    socket: str = ""
+    replaying: int = 0
+    """How many replayed forms follow the hello (``open()`` returns once they all arrived)."""
+    session_id: str = msgspec.field(default="", name="sessionId")
+    """Names the Pi session behind the socket (new after ``/new``, ``/resume``, ...); it means
+    the same through a forwarded socket, where Pi's pid means nothing on this machine."""
+
+
+class _Event(msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="type", tag="event"):
+    channel: str
+    data: msgspec.Raw
+    replay: bool = False
+    own: bool | None = None
+    """On a ``submit-result``: whether this connection emitted the submit it answers (absent
+    when the relay cannot tell, e.g. a submit emitted inside Pi)."""
+
+
+class _SessionEnd(
+    msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="type", tag="session_end"
+):
+    reason: str = "unknown"
+
+
+class _Error(msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="type", tag="error"):
+    code: str = "unknown"
+    message: str = ""
+
+
+# The envelopes hold only strings, numbers and raw JSON: never a cycle, so the garbage collector
+# need not track them (fewer tracked objects per line, fewer collections).
+_Envelope = RelayHello | _Event | _SessionEnd | _Error
+
+_ENVELOPE: Final = msgspec.json.Decoder(_Envelope)
+_ENCODER: Final = msgspec.json.Encoder()
+
+
+# A JSON string escape of a UTF-16 surrogate pair, a lone surrogate, or an escaped backslash (so
+# that the text after it is never mistaken for an escape).
+_SURROGATE_ESCAPE: Final = re.compile(
+    rb"\\\\|\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|\\u[dD][89a-fA-F][0-9a-fA-F]{2}"
+)
+
+
+def _replace_surrogate(match: re.Match[bytes]) -> bytes:
+    escape = match.group()
+    return escape if len(escape) != 6 or escape == b"\\\\" else b"\\ufffd"
+
+
+def replace_lone_surrogates(line: bytes) -> bytes:
+    """``line`` with each ``\\uD800``-``\\uDFFF`` escape that is not half of a pair replaced by
+    ``\\ufffd`` (U+FFFD). JavaScript's ``JSON.stringify`` writes a lone surrogate that way; it
+    is not valid Unicode, so Python (and msgspec) cannot hold it."""
+    return _SURROGATE_ESCAPE.sub(_replace_surrogate, line)
+
+
+def _decode_envelope(line: bytes) -> _Envelope:
+    try:
+        return _ENVELOPE.decode(line)
+    except msgspec.DecodeError:
+        repaired = replace_lone_surrogates(line)
+        if repaired == line:
+            raise
+        return _ENVELOPE.decode(repaired)
+
+
+def encode_emit(payload: SubmitEvent) -> bytes:
+    """The line that asks the relay to emit ``payload`` on the submit channel."""
+    try:
+        body = _ENCODER.encode(payload)
+    except UnicodeEncodeError:
+        # A lone surrogate (text decoded with "surrogateescape", say): sent as a \\udXXX
+        # escape, as JavaScript writes one; the host judges it.
+        builtins = msgspec.to_builtins(payload)
+        body = json.dumps(builtins, ensure_ascii=True, separators=(",", ":")).encode()
+    return _EMIT_PREFIX + body + b"}\n"

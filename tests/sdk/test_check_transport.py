@@ -1,0 +1,82 @@
+"""``check_transport``: the Transport contract kit passes on the memory transport, and fails,
+naming the check, on transports that break the contract."""
+
+from __future__ import annotations
+
+import pytest
+
+from pi_ask_core import STARTED, SubmitEvent
+from pi_ask_sdk import MemoryTransport
+from pi_ask_sdk.testing import (
+    CHECKS,
+    AskParams,
+    FakeHost,
+    TransportCheckFailed,
+    check_transport,
+)
+from pi_ask_sdk.transports.base import TransportListener
+
+from .conftest import TIMEOUT
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("order", ["completed_first", "ack_first"])
+async def test_the_memory_transport_passes_every_check(order: str) -> None:
+    host = FakeHost(order=order)  # type: ignore[arg-type]
+
+    def open_form(params: AskParams, tool_call_id: str) -> None:
+        host.open(params, tool_call_id=tool_call_id)
+
+    passed = await check_transport(host.transport, open_form, timeout=TIMEOUT)
+    assert passed == list(CHECKS)
+
+
+class _NoReplay(MemoryTransport):
+    async def open(self, listener: TransportListener) -> None:
+        class Filter:
+            def message(self, channel: str, data: object, *, replay: bool = False) -> None:
+                if not replay:
+                    listener.message(channel, data, replay=replay)
+
+            def ended(self, reason: object) -> None:
+                listener.ended(reason)  # type: ignore[arg-type]
+
+        await super().open(Filter())
+
+
+class _SendsAfterClose(MemoryTransport):
+    async def send(self, payload: SubmitEvent) -> None:
+        if self._listener is not None:
+            await super().send(payload)
+
+
+class _Garbles(MemoryTransport):
+    async def open(self, listener: TransportListener) -> None:
+        class Garble:
+            def message(self, channel: str, data: object, *, replay: bool = False) -> None:
+                if channel == STARTED and not replay:
+                    listener.message(channel, b"{not json", replay=False)
+                listener.message(channel, data, replay=replay)
+
+            def ended(self, reason: object) -> None:
+                listener.ended(reason)  # type: ignore[arg-type]
+
+        await super().open(Garble())
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("kind", "check"),
+    [(_NoReplay, "replay"), (_SendsAfterClose, "close"), (_Garbles, "one_decoded_form")],
+)
+async def test_a_broken_transport_fails_the_check_it_breaks(
+    kind: type[MemoryTransport], check: str
+) -> None:
+    host = FakeHost()
+
+    def open_form(params: AskParams, tool_call_id: str) -> None:
+        host.open(params, tool_call_id=tool_call_id)
+
+    with pytest.raises(TransportCheckFailed) as caught:
+        await check_transport(lambda: kind(host.bus, host.host), open_form, timeout=TIMEOUT)
+    assert caught.value.check == check
