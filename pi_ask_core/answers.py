@@ -13,7 +13,7 @@ from typing import Final, Literal, TypeGuard, TypeVar
 
 import msgspec
 
-from .js import is_blank, js_object, js_ordered_keys
+from .js import JS_WHITESPACE, is_blank, js_object, js_ordered_keys
 from .protocol import AskQuestion, QuestionType, ResultMode, SubmitErrorCode
 
 __all__ = [
@@ -320,7 +320,8 @@ def check_answer(qid: str, entry: object, index: QuestionIndex) -> AcceptedAnswe
         values = ()
     elif _is_string_array(raw_values):
         values = raw_values
-        if values:
+        # P2-P3 can only refuse two or more values.
+        if len(values) > 1:
             problem = check_values(qid, values, index)
             if problem is not None:
                 return problem
@@ -333,20 +334,27 @@ def check_answer(qid: str, entry: object, index: QuestionIndex) -> AcceptedAnswe
     custom = get("customText", _ABSENT)
     custom_text: str | None = None
     if custom is not _ABSENT:
-        if not isinstance(custom, str):
+        if type(custom) is not str and not isinstance(custom, str):
             return AnswerProblem(
                 f'customText for question "{qid}" must be a string, not {_kind_of(custom)}.',
                 "custom_text_not_string",
             )
-        if not is_blank(custom):
+        if custom.strip(JS_WHITESPACE):  # not blank (js.is_blank, inline)
             custom_text = custom
             problem = check_custom_text(qid, custom_text, bool(values), index)
             if problem is not None:
                 return problem
-    note = get("note", _ABSENT)
-    if note is not _ABSENT and not isinstance(note, str):
+    raw_note = get("note", _ABSENT)
+    note: str | None = None
+    if raw_note is _ABSENT:
+        pass
+    elif type(raw_note) is str or isinstance(raw_note, str):
+        if raw_note.strip(JS_WHITESPACE):  # not blank (js.is_blank, inline)
+            note = raw_note
+    else:
         return AnswerProblem(
-            f'note for question "{qid}" must be a string, not {_kind_of(note)}.', "note_not_string"
+            f'note for question "{qid}" must be a string, not {_kind_of(raw_note)}.',
+            "note_not_string",
         )
     raw_notes = get("optionNotes", _ABSENT)
     notes: Mapping[str, object] | None = None
@@ -361,15 +369,12 @@ def check_answer(qid: str, entry: object, index: QuestionIndex) -> AcceptedAnswe
     selections = check_selections(qid, values, index) if values else ()
     if isinstance(selections, AnswerProblem):
         return selections
-    kept = check_option_notes(qid, notes, index) if notes else {}
-    if isinstance(kept, AnswerProblem):
-        return kept
-    return AcceptedAnswer(
-        selections,
-        custom_text,
-        note if isinstance(note, str) and not is_blank(note) else None,
-        kept,
-    )
+    if notes:
+        kept = check_option_notes(qid, notes, index)
+        if isinstance(kept, AnswerProblem):
+            return kept
+        return AcceptedAnswer(selections, custom_text, note, kept)
+    return AcceptedAnswer(selections, custom_text, note)
 
 
 # --- per-question rules on typed parts (the host's, and the SDK builder's) ----------------------

@@ -299,7 +299,8 @@ class FlowHandle:
         self._outcome = outcome
         self._host._forget(self)
         self._host._emit_completed(self, result)
-        self._run_callbacks()
+        if self._done_callbacks:
+            self._run_callbacks()
         return result
 
     def _run_callbacks(self) -> None:

@@ -169,18 +169,22 @@ def build_result(
 
     A cancelled result always uses submit rules (§5.6) whatever ``mode`` says.
     """
-    if cancelled:
-        mode = "submit"
-    serialized = {qid: serialize_answer(answer) for qid, answer in answers.items()}
-    if mode == "submit":
-        kept = {qid: a for qid, a in serialized.items() if not is_empty(a)}
-    else:
-        kept = {qid: a for qid, a in serialized.items() if is_committed(a)}
-    summaries = [summarize_question(q) for q in form.questions]
-    if mode == "submit":
+    if cancelled or mode == "submit":
+        kept = {}
+        for qid, answer in answers.items():
+            serialized_answer = serialize_answer(answer)
+            if not is_empty(serialized_answer):
+                kept[qid] = serialized_answer
         return AskResult(
-            title=form.title, cancelled=cancelled, mode=mode, questions=summaries, answers=kept
+            title=form.title,
+            cancelled=cancelled,
+            mode="submit",
+            questions=[summarize_question(q) for q in form.questions],
+            answers=kept,
         )
+    serialized = {qid: serialize_answer(answer) for qid, answer in answers.items()}
+    kept = {qid: a for qid, a in serialized.items() if is_committed(a)}
+    summaries = [summarize_question(q) for q in form.questions]
     return AskResult(
         title=form.title,
         cancelled=False,
