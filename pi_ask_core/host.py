@@ -449,64 +449,74 @@ class FlowHost:
                 return _too_deep(data)
         else:
             verified = True
+        rid: str
+        fid: str
+        kind: str
+        response: Mapping[str, object]
         try:
-            # The common, well-formed envelope (E1-E6 all pass) without building an Envelope;
-            # anything else takes parse_envelope, the one place its checks and messages live.
+            # The common, well-formed envelope (E1-E6 all pass) is read here without building an
+            # Envelope; anything else takes parse_envelope, the one place its checks and messages
+            # live (tests/core/test_fast_paths.py checks that both agree).
+            well_formed = False
             if type(data) is dict:
                 get = data.get
-                rid, fid, version = get("requestId"), get("flowId"), get("version")
-                response = get("response")
+                raw_rid, raw_fid, version = get("requestId"), get("flowId"), get("version")
+                raw_response = get("response")
                 if (
                     type(version) is int
                     and version == 1
-                    and type(rid) is str
-                    and rid
-                    and type(fid) is str
-                    and fid
-                    and type(response) is dict
+                    and type(raw_rid) is str
+                    and raw_rid
+                    and type(raw_fid) is str
+                    and raw_fid
+                    and type(raw_response) is dict
                 ):
-                    kind = response.get("kind")
-                    if kind == "answer" or kind == "cancel":
-                        return self._resolve(rid, fid, kind, response, verified)
-            envelope = parse_envelope(data)
-            if isinstance(envelope, SubmitError):
-                return _rejection(envelope)
-            return self._resolve(
-                envelope.request_id, envelope.flow_id, envelope.kind, envelope.response, verified
-            )
+                    raw_kind = raw_response.get("kind")
+                    if raw_kind == "answer" or raw_kind == "cancel":
+                        kind = "cancel" if raw_kind == "cancel" else "answer"
+                        rid, fid, response, well_formed = raw_rid, raw_fid, raw_response, True
+            if not well_formed:
+                envelope = parse_envelope(data)
+                if isinstance(envelope, SubmitError):
+                    return _rejection(envelope)
+                rid, fid, kind, response = (
+                    envelope.request_id,
+                    envelope.flow_id,
+                    envelope.kind,
+                    envelope.response,
+                )
+            handle = self._active.get(fid)
+            if handle is None:
+                return SubmitRejection(
+                    request_id=rid,
+                    flow_id=fid,
+                    error="flow_not_found",
+                    message=f'No ask flow "{fid}" is active: it never started, already '
+                    "completed, or was closed.",
+                )
+            accepted: AcceptedResponse | None = None
+            if kind != "cancel":
+                decision = check_answer_response(response, handle._index)
+                if isinstance(decision, AnswerProblem):
+                    return SubmitRejection(
+                        request_id=rid,
+                        flow_id=fid,
+                        error="invalid_answer",
+                        message=decision.message,
+                    )
+                accepted = decision
+            try:
+                handle._finish(accepted, verified=verified)
+            except (TypeError, ValueError, OverflowError) as exc:  # the result cannot be encoded
+                return SubmitRejection(
+                    request_id=rid,
+                    flow_id=fid,
+                    error="invalid_answer",
+                    message=f"The answer cannot be recorded: {exc}.",
+                )
+            return SubmitAck(request_id=rid, flow_id=fid)
         except RecursionError:
             return _too_deep(data)
-
-    def _resolve(
-        self, rid: str, fid: str, kind: str, response: Mapping[str, object], verified: bool
-    ) -> SubmitResultEvent:
-        handle = self._active.get(fid)
-        if handle is None:
-            return SubmitRejection(
-                request_id=rid,
-                flow_id=fid,
-                error="flow_not_found",
-                message=f'No ask flow "{fid}" is active: it never started, already completed, '
-                "or was closed.",
-            )
-        accepted: AcceptedResponse | None = None
-        if kind != "cancel":
-            decision = check_answer_response(response, handle._index)
-            if isinstance(decision, AnswerProblem):
-                return SubmitRejection(
-                    request_id=rid, flow_id=fid, error="invalid_answer", message=decision.message
-                )
-            accepted = decision
-        try:
-            handle._finish(accepted, verified=verified)
-        except (TypeError, ValueError, OverflowError) as exc:  # the result cannot be encoded
-            return SubmitRejection(
-                request_id=rid,
-                flow_id=fid,
-                error="invalid_answer",
-                message=f"The answer cannot be recorded: {exc}.",
-            )
-        return SubmitAck(request_id=rid, flow_id=fid)
 
     # --- called by handles ---
 

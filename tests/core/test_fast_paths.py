@@ -6,13 +6,15 @@ gives, or decline (None) so that the full pipeline reports the issues.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pi_ask_core import InvalidForm
+from pi_ask_core import COMPLETED, FlowHost, InvalidForm, LocalEventBus
 from pi_ask_core.forms import _parse_full, parse_form, plain_form
 from tests.spec_examples import EXAMPLES
 
@@ -158,3 +160,78 @@ def test_plain_form_on_each_normalization_rule(raw: object, as_multi: bool) -> N
         assert parse_form(raw, present_single_as_multi=as_multi) == full(raw, as_multi)
     except InvalidForm as error:
         assert error.kind == full(raw, as_multi)
+
+
+# --- the host's reading of a well-formed submit envelope ----------------------------------------
+# FlowHost.resolve_submit reads a well-formed envelope (a dict) inline; anything else goes through
+# parse_envelope. The same submit as a dict subclass takes parse_envelope (unless a lone surrogate
+# made the host clean it into a plain dict), so the two hosts below must give the same
+# acknowledgement and the same completion.
+
+_ANSWER_FORM = {
+    "questions": [
+        {
+            "id": "q",
+            "prompt": "p",
+            "type": "multi",
+            "options": [{"value": "a"}, {"value": "b"}],
+        }
+    ]
+}
+_ABSENT: Any = object()
+envelope_fields = {
+    "version": st.sampled_from([1, 1.0, True, 2, "1", None, _ABSENT]),
+    "requestId": st.sampled_from(["r", "", " ", 7, None, "\ud83d", _ABSENT]),
+    "flowId": st.sampled_from(["tool:a", "tool:b", "", 3, None, _ABSENT]),
+    "response": st.sampled_from(
+        [
+            {"kind": "cancel"},
+            {"kind": "answer", "answers": {"q": {"values": ["a", "b"], "note": "n"}}},
+            {"kind": "answer", "mode": "elaborate", "answers": {"q": {"note": "why"}}},
+            {"kind": "answer", "answers": {"q": {"values": ["x"]}}},
+            {"kind": "answer", "answers": {"q": {"values": ["a", "a"]}}},
+            {"kind": "answer"},
+            {"kind": "nope"},
+            {"kind": None},
+            {},
+            [],
+            None,
+            "answer",
+            _ABSENT,
+        ]
+    ),
+    "extra": st.sampled_from([_ABSENT, None, [[]], {"k": "v"}]),
+}
+envelopes = st.fixed_dictionaries({key: value for key, value in envelope_fields.items()}).map(
+    lambda fields: {k: v for k, v in fields.items() if v is not _ABSENT}
+)
+
+
+class _DictSubclass(dict[str, Any]):
+    pass
+
+
+def _outcome(
+    view: Callable[[dict[str, Any]], object], data: dict[str, Any]
+) -> tuple[object, object]:
+    bus = LocalEventBus()
+    completed: list[object] = []
+    bus.on(COMPLETED, completed.append)
+    host = FlowHost(bus, clock=lambda: 0)
+    host.start(_ANSWER_FORM, tool_call_id="a")
+    ack = host.resolve_submit(view(data))
+    return msgspec.to_builtins(ack), msgspec.to_builtins(completed)
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@given(data=envelopes)
+def test_the_inline_envelope_read_agrees_with_parse_envelope(data: dict[str, Any]) -> None:
+    assert _outcome(lambda d: d, data) == _outcome(_DictSubclass, data)
+
+
+def test_the_inline_envelope_read_takes_the_well_formed_submit() -> None:
+    # Meaningful only if the dict form does take the inline read: it accepts this one.
+    data = {"version": 1, "requestId": "r", "flowId": "tool:a", "response": {"kind": "cancel"}}
+    ack, completed = _outcome(lambda d: d, data)
+    assert ack == {"version": 1, "requestId": "r", "flowId": "tool:a", "ok": True}
+    assert _outcome(_DictSubclass, data) == (ack, completed)
