@@ -318,6 +318,8 @@ def check_answer(qid: str, entry: object, index: QuestionIndex) -> AcceptedAnswe
     values: Sequence[str]
     if raw_values is _ABSENT:
         values = ()
+    elif type(raw_values) is list and len(raw_values) == 1 and type(raw_values[0]) is str:
+        values = raw_values  # one selected value: the common case, without a call
     elif _is_string_array(raw_values):
         values = raw_values
         # P2-P3 can only refuse two or more values.

@@ -385,7 +385,12 @@ class FlowHost:
         if self._unsubscribe is None:
             raise HostClosed("this FlowHost was closed (session shutdown); open a new one")
         try:
-            params, verified = _clean_json(params)
+            try:
+                _ENCODER.encode(params)  # _clean_json's fast path, inline
+            except Exception:
+                params, verified = _clean_json(params)
+            else:
+                verified = True
             form, index = parse_form_indexed(
                 params, present_single_as_multi=self._present_single_as_multi, cwd=self._cwd
             )

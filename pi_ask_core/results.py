@@ -48,8 +48,13 @@ ELABORATION_INSTRUCTION: Final = (
 def serialize_answer(answer: AcceptedAnswer) -> AskResultAnswer:
     """§5.1: one accepted answer as it appears in a result."""
     selections = answer.selections
-    values = [s.value for s in selections]
-    labels = [s.label for s in selections]
+    if len(selections) == 1:  # the common single choice, without three comprehensions
+        only = selections[0]
+        values, labels, indices = [only.value], [only.label], [only.index]
+    else:
+        values = [s.value for s in selections]
+        labels = [s.label for s in selections]
+        indices = [s.index for s in selections]
     custom = answer.custom_text
     if custom is not None:
         values.append(custom)
@@ -63,7 +68,7 @@ def serialize_answer(answer: AcceptedAnswer) -> AskResultAnswer:
     return AskResultAnswer(
         values=values,
         labels=labels,
-        indices=[s.index for s in selections],
+        indices=indices,
         custom_text=custom if custom is not None else UNSET,
         note=answer.note if answer.note is not None else UNSET,
         option_notes=selected_notes if selected_notes else UNSET,
