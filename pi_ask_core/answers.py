@@ -266,7 +266,12 @@ def check_answer_response(
         mode = checked
     questions = form.questions
     accepted: dict[str, AcceptedAnswer] = {}
-    for key in js_ordered_keys(answers):
+    keys: Iterable[str] = answers
+    for key in answers:
+        if type(key) is not str or key[:1].isdigit():
+            keys = js_ordered_keys(answers)  # JavaScript puts array-index keys first
+            break
+    for key in keys:
         index = questions.get(key) if isinstance(key, str) else None
         if index is None:
             known = ", ".join(f'"{qid}"' for qid in questions)
