@@ -9,6 +9,8 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
+import pytest
+
 README = Path(__file__).resolve().parents[2] / "README.md"
 
 
@@ -62,3 +64,47 @@ def test_classifiers_name_every_python_the_matrix_tests() -> None:
     assert versions == {f"3.{minor}" for minor in envs} == {"3.10", "3.11", "3.12", "3.13"}
     assert "Typing :: Typed" in classifiers
     assert any(c.startswith("Development Status ::") for c in classifiers)
+
+
+def _layout_sections() -> dict[str, str]:
+    """The README's layout block, split by its top-level entries (``pi_ask_core/`` ...)."""
+    text = README.read_text(encoding="utf-8")
+    block = text.split("## Layout", 1)[1].split("```", 2)[1]
+    sections: dict[str, str] = {}
+    current = ""
+    for line in block.splitlines():
+        head = re.match(r"^(\S+/)\s", line)
+        if head:
+            current = head.group(1)
+        sections[current] = sections.get(current, "") + line + "\n"
+    return sections
+
+
+@pytest.mark.parametrize("package", ["pi_ask_core", "pi_ask_sdk"])
+def test_layout_names_every_module_and_only_modules_that_exist(package: str) -> None:
+    root = README.parent / package
+    described = _layout_sections()[f"{package}/"]
+    modules = {
+        path.name
+        for path in root.rglob("*.py")
+        if path.name not in ("__init__.py", "__main__.py") and "node_modules" not in path.parts
+    }
+    named = set(re.findall(r"\b(\w+\.py)\b", described))
+    assert sorted(modules - named) == [], "modules the README's layout does not name"
+    assert sorted(named - modules) == [], "modules the README's layout names that do not exist"
+    folders = {path.name for path in root.rglob("*") if path.is_dir()}
+    missing = set(re.findall(r"\b(\w+)/", described.split("/", 1)[1])) - folders
+    assert sorted(missing) == [], "folders the README's layout names that do not exist"
+
+
+def test_layout_names_every_test_folder() -> None:
+    described = _layout_sections()["tests/"]
+    folders = {
+        path.name
+        for path in (README.parent / "tests").iterdir()
+        if path.is_dir() and path.name[0] not in "._"
+    }
+    # Each folder opens an item of the list (after "tests/" or a "·").
+    named = set(re.findall(r"(?:^tests/|·)\s*(\w+)/", described, re.MULTILINE))
+    assert sorted(folders - named) == [], "test folders the README's layout does not name"
+    assert sorted(named - folders) == [], "test folders the README's layout names that do not exist"
