@@ -18,7 +18,7 @@ Lookups are by exact value/id; labels never match.
 from __future__ import annotations
 
 import abc
-from typing import NewType, final
+from typing import Final, NewType, final
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -117,6 +117,10 @@ class _OptionValue(OptionValue):
         return (_OptionValue, (str(self), self._question_id))
 
 
+# ``str.__new__`` straight: no Python-level ``__new__`` call per id or value a view holds.
+_new_str: Final = str.__new__
+
+
 def _question_id(text: str) -> QuestionId:
     return _QuestionId(text)
 
@@ -178,7 +182,7 @@ class OptionView(msgspec.Struct, frozen=True):
         )
 
 
-class QuestionView(msgspec.Struct, frozen=True):
+class QuestionView(msgspec.Struct, frozen=True, dict=True):
     """One question of a started form.
 
     ``type`` is what the host validates answers against (``multi`` takes several values;
@@ -192,23 +196,38 @@ class QuestionView(msgspec.Struct, frozen=True):
     requested_type: QuestionType
     required: bool
     options: tuple[OptionView, ...]
+    # ``dict=True``: room for what ``AnswerBuilder`` derives from the view once and keeps there
+    # (the host's lookup table for the question); not a field, so never compared or encoded.
 
     @classmethod
     def from_wire(cls, question: AskQuestion) -> QuestionView:
-        qid = _question_id(question.id)
+        # Options built inline, positionally (this runs for every option of every started form;
+        # OptionView.from_wire is the same, one call per option dearer).
+        qid = _new_str(_QuestionId, question.id)
+        options = []
+        for position, option in enumerate(question.options, start=1):
+            value = _new_str(_OptionValue, option.value)
+            value._question_id = qid
+            description, preview = option.description, option.preview
+            options.append(
+                OptionView(
+                    qid,
+                    value,
+                    DisplayText(option.label),
+                    position,
+                    None if description is UNSET else DisplayText(description),
+                    None if preview is UNSET else DisplayText(preview),
+                    RECOMMENDED if option.recommended is True else None,
+                )
+            )
         return cls(
-            id=qid,
-            label=DisplayText(question.label),
-            prompt=DisplayText(question.prompt),
-            type=question.type,
-            requested_type=question.requested,
-            required=question.required,
-            options=tuple(
-                [
-                    OptionView.from_wire(qid, option, position)
-                    for position, option in enumerate(question.options, start=1)
-                ]
-            ),
+            qid,
+            DisplayText(question.label),
+            DisplayText(question.prompt),
+            question.type,
+            question.requested,
+            question.required,
+            tuple(options),
         )
 
     @property
@@ -261,14 +280,15 @@ class FlowView(msgspec.Struct, frozen=True):
 
     @classmethod
     def from_started(cls, event: StartedEvent, *, replay: bool = False) -> FlowView:
+        tool_call_id, title, from_wire = event.tool_call_id, event.title, QuestionView.from_wire
         return cls(
-            flow_id=FlowId(event.flow_id),
-            tool_call_id=None if isinstance(event.tool_call_id, UnsetType) else event.tool_call_id,
-            source=event.source,
-            title=_display(event.title),
-            created_at=event.created_at,
-            questions=tuple([QuestionView.from_wire(question) for question in event.questions]),
-            replay=replay,
+            FlowId(event.flow_id),
+            None if tool_call_id is UNSET else tool_call_id,
+            event.source,
+            None if title is UNSET else DisplayText(title),
+            event.created_at,
+            tuple([from_wire(question) for question in event.questions]),
+            replay,
         )
 
     @property
