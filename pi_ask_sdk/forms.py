@@ -24,6 +24,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from pi_ask_core import AskOption, AskQuestion, FlowSource, QuestionType, StartedEvent
+from pi_ask_core.answers import QuestionIndex
 
 from .errors import UnknownOption, UnknownQuestion
 
@@ -117,6 +118,9 @@ class _OptionValue(OptionValue):
         return (_OptionValue, (str(self), self._question_id))
 
 
+RULES: Final = "_rules"
+"""Internal: the key of a ``QuestionView``'s ``QuestionIndex`` in its ``__dict__``."""
+
 # ``str.__new__`` straight: no Python-level ``__new__`` call per id or value a view holds.
 _new_str: Final = str.__new__
 
@@ -196,8 +200,8 @@ class QuestionView(msgspec.Struct, frozen=True, dict=True):
     requested_type: QuestionType
     required: bool
     options: tuple[OptionView, ...]
-    # ``dict=True``: room for what ``AnswerBuilder`` derives from the view once and keeps there
-    # (the host's lookup table for the question); not a field, so never compared or encoded.
+    # ``dict=True``: room for the host's lookup table for the question (``RULES``), which
+    # ``AnswerBuilder`` checks answers against; not a field, so never compared or encoded.
 
     @classmethod
     def from_wire(cls, question: AskQuestion) -> QuestionView:
@@ -220,7 +224,7 @@ class QuestionView(msgspec.Struct, frozen=True, dict=True):
                     RECOMMENDED if option.recommended is True else None,
                 )
             )
-        return cls(
+        view = cls(
             qid,
             DisplayText(question.label),
             DisplayText(question.prompt),
@@ -229,6 +233,10 @@ class QuestionView(msgspec.Struct, frozen=True, dict=True):
             question.required,
             tuple(options),
         )
+        # The host's lookup table for checking answers to this question, from the same wire
+        # question the host built its own from: AnswerBuilder runs the host's rules on it.
+        view.__dict__[RULES] = QuestionIndex(question)
+        return view
 
     @property
     def multi(self) -> bool:
@@ -257,7 +265,11 @@ class QuestionView(msgspec.Struct, frozen=True, dict=True):
 
     def value(self, value: str) -> OptionValue:
         """This question's ``OptionValue`` that is exactly ``value``; ``UnknownOption`` if none."""
-        return self.option(value).value
+        if isinstance(value, str):  # option()'s scan, without the call
+            for option in self.options:
+                if option.value == value:
+                    return option.value
+        return self.option(value).value  # raises UnknownOption
 
     def has_value(self, value: str) -> bool:
         return any(option.value == value for option in self.options)

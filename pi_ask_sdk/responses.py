@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Iterator, Mapping
-from typing import Final, Literal, TypeAlias, final
+from typing import Final, Literal, TypeAlias, cast, final
 
 import msgspec
 from msgspec import UNSET
@@ -45,7 +45,16 @@ from .errors import (
     UnknownOption,
     UnknownQuestion,
 )
-from .forms import FlowId, FlowView, OptionValue, OptionView, QuestionId, QuestionView
+from .forms import (
+    RULES,
+    FlowId,
+    FlowView,
+    OptionValue,
+    OptionView,
+    QuestionId,
+    QuestionView,
+    _OptionValue,
+)
 
 __all__ = [
     "Answer",
@@ -154,14 +163,13 @@ Response: TypeAlias = Answer | Cancel
 """What ``BridgeClient.submit`` sends; tagged by ``kind``."""
 
 
-class _Draft:
-    __slots__ = ("custom_text", "note", "option_notes", "values")
+class _Draft(msgspec.Struct, gc=False):
+    """One question's answer while it is built (a Struct: made in C, one per question)."""
 
-    def __init__(self) -> None:
-        self.values: tuple[OptionValue, ...] = ()
-        self.custom_text: str | None = None
-        self.note: str | None = None
-        self.option_notes: dict[OptionValue, str] = {}
+    values: tuple[OptionValue, ...] = ()
+    custom_text: str | None = None
+    note: str | None = None
+    option_notes: dict[OptionValue, str] | None = None
 
     def freeze(self) -> QuestionAnswer:
         notes = self.option_notes
@@ -170,16 +178,13 @@ class _Draft:
         )
 
 
-_RULES: Final = "_pi_ask_rules"
-
-
 def _rules(view: QuestionView) -> QuestionIndex:
-    """The host's lookup table for a question, built from the form view on first use and kept
-    on the view (views are immutable), so every builder of a form shares it."""
+    """The host's lookup table for a question: the one its view was made with, or (for a view
+    made by hand) one built from the view on first use and kept on it (views are immutable)."""
     cache = view.__dict__
-    index: QuestionIndex | None = cache.get(_RULES)
+    index: QuestionIndex | None = cache.get(RULES)
     if index is None:
-        index = cache[_RULES] = QuestionIndex.of(
+        index = cache[RULES] = QuestionIndex.of(
             str(view.id),
             view.type,
             {option.value: (option.label.text, option.position) for option in view.options},
@@ -289,11 +294,18 @@ class AnswerBuilder:
         ``duplicate_value``, ``too_many_values``, ``value_with_custom_text``, ``unknown_value``).
         """
         view = self._question("select", question)
-        value = self._value
-        values = tuple([value("select", "options", view, option) for option in options])
-        draft = self._drafts.get(view.id)
+        qid = view.id
+        for option in options:
+            if type(option) is not _OptionValue or option._question_id != qid:
+                value = self._value
+                values = tuple([value("select", "options", view, o) for o in options])
+                break
+        else:  # the common case: this question's own OptionValues (no call per value)
+            values = cast("tuple[OptionValue, ...]", options)
+        drafts = self._drafts
+        draft = drafts.get(qid)
         if values:
-            index = _rules(view)
+            index = view.__dict__.get(RULES) or _rules(view)
             problem = check_values(index.id, values, index)
             if problem is None and draft is not None:
                 problem = check_custom_text(index.id, draft.custom_text, True, index)
@@ -303,7 +315,7 @@ class AnswerBuilder:
             if problem is not None:
                 raise self._refuse(view, problem)
         if draft is None:
-            draft = self._drafts[view.id] = _Draft()
+            draft = drafts[qid] = _Draft()
         draft.values = values
         return self
 
@@ -316,7 +328,7 @@ class AnswerBuilder:
         if draft is None:
             draft = self._drafts[view.id] = _Draft()
         elif custom is not None:
-            index = _rules(view)
+            index = view.__dict__.get(RULES) or _rules(view)
             problem = check_custom_text(index.id, custom, bool(draft.values), index)
             if problem is not None:
                 raise self._refuse(view, problem)
@@ -339,21 +351,28 @@ class AnswerBuilder:
     ) -> Self:
         """A note on one real option of the question, selected or not."""
         view = self._question("option_note", question)
-        value = self._value("option_note", "option", view, option)
+        value = (
+            option
+            if type(option) is _OptionValue and option._question_id == view.id
+            else self._value("option_note", "option", view, option)
+        )
         if not isinstance(text, str):
             raise InvalidArgument("option_note", "text", "a str", text)
         draft = self._drafts.get(view.id)
         if is_blank(text):
-            if draft is not None:
+            if draft is not None and draft.option_notes is not None:
                 draft.option_notes.pop(value, None)
             return self
-        index = _rules(view)
+        index = view.__dict__.get(RULES) or _rules(view)
         problem = check_option_notes(index.id, {value: text}, index)
         if isinstance(problem, AnswerProblem):
             raise self._refuse(view, problem)
         if draft is None:
             draft = self._drafts[view.id] = _Draft()
-        draft.option_notes[value] = text
+        if draft.option_notes is None:
+            draft.option_notes = {value: text}
+        else:
+            draft.option_notes[value] = text
         return self
 
     def mode(self, mode: ResultMode) -> Self:
