@@ -209,15 +209,18 @@ class QuestionView(msgspec.Struct, frozen=True, dict=True):
         # OptionView.from_wire is the same, one call per option dearer).
         qid = _new_str(_QuestionId, question.id)
         options = []
+        rules: dict[str, tuple[str, int]] = {}  # QuestionIndex(question)'s table, built alongside
         for position, option in enumerate(question.options, start=1):
-            value = _new_str(_OptionValue, option.value)
+            text, label = option.value, option.label
+            value = _new_str(_OptionValue, text)
             value._question_id = qid
+            rules[text] = (label, position)
             description, preview = option.description, option.preview
             options.append(
                 OptionView(
                     qid,
                     value,
-                    DisplayText(option.label),
+                    DisplayText(label),
                     position,
                     None if description is UNSET else DisplayText(description),
                     None if preview is UNSET else DisplayText(preview),
@@ -233,9 +236,10 @@ class QuestionView(msgspec.Struct, frozen=True, dict=True):
             question.required,
             tuple(options),
         )
-        # The host's lookup table for checking answers to this question, from the same wire
-        # question the host built its own from: AnswerBuilder runs the host's rules on it.
-        view.__dict__[RULES] = QuestionIndex(question)
+        # The host's lookup table for checking answers to this question (what
+        # QuestionIndex(question) builds, from the same wire question): AnswerBuilder runs the
+        # host's rules on it.
+        view.__dict__[RULES] = QuestionIndex.of(question.id, question.type, rules)
         return view
 
     @property

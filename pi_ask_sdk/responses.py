@@ -80,6 +80,10 @@ class QuestionAnswer(msgspec.Struct, frozen=True):
     option_notes: tuple[tuple[OptionValue, str], ...] = ()
 
     def to_wire(self) -> RemoteAnswer:
+        values = self.values
+        if self.custom_text is None and self.note is None and not self.option_notes:
+            # The common shape: values only (fewer keywords to parse).
+            return RemoteAnswer(values=[str(value) for value in values]) if values else _EMPTY
         return RemoteAnswer(
             values=[str(value) for value in self.values] if self.values else UNSET,
             custom_text=UNSET if self.custom_text is None else self.custom_text,
@@ -103,6 +107,9 @@ class QuestionAnswer(msgspec.Struct, frozen=True):
         if self.option_notes:
             entry["optionNotes"] = {str(value): text for value, text in self.option_notes}
         return entry
+
+
+_EMPTY: Final = RemoteAnswer()
 
 
 class Answer(msgspec.Struct, frozen=True):
