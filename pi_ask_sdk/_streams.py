@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import weakref
+from collections import deque
 from types import TracebackType
 from typing import Generic, TypeVar
 
@@ -11,7 +13,7 @@ from typing_extensions import Self
 
 from .errors import ConnectionLost, ConnectionLostReason, WaitTimeout
 
-__all__ = ["ClientStream", "StreamEnd"]
+__all__ = ["ClientStream", "StreamEnd", "StreamSet"]
 
 T = TypeVar("T")
 
@@ -23,6 +25,44 @@ class StreamEnd:
         self.reason: ConnectionLostReason = reason
 
 
+class StreamSet(Generic[T]):
+    """The client's live streams of one kind, held weakly: a stream its reader dropped is
+    forgotten. (A ``weakref.WeakSet`` does the same, but iterating one costs a generator and a
+    guard per item delivered.)"""
+
+    __slots__ = ("_refs",)
+
+    def __init__(self) -> None:
+        self._refs: dict[int, weakref.ref[ClientStream[T]]] = {}
+
+    def add(self, stream: ClientStream[T]) -> None:
+        refs, key = self._refs, id(stream)
+
+        def forget(ref: weakref.ref[ClientStream[T]]) -> None:
+            if refs.get(key) is ref:
+                del refs[key]
+
+        refs[key] = weakref.ref(stream, forget)
+
+    def discard(self, stream: ClientStream[T]) -> None:
+        ref = self._refs.get(id(stream))
+        if ref is not None and ref() is stream:
+            del self._refs[id(stream)]
+
+    def __bool__(self) -> bool:
+        return bool(self._refs)
+
+    def __len__(self) -> int:
+        return len(self._refs)
+
+    def push(self, item: T | StreamEnd) -> None:
+        """Deliver ``item`` to every live stream."""
+        for ref in list(self._refs.values()):  # a stream ending discards itself meanwhile
+            stream = ref()
+            if stream is not None:
+                stream._push(item)
+
+
 class ClientStream(Generic[T]):
     """An async iterator over what the client receives from the moment it was made.
 
@@ -32,38 +72,66 @@ class ClientStream(Generic[T]):
     stops buffering.
     """
 
-    def __init__(self, owner: weakref.WeakSet[ClientStream[T]], first: list[T]) -> None:
+    # A deque and the futures of waiting readers, rather than an asyncio.Queue: a bridge's loop
+    # takes every item, and the queue's bookkeeping (unfinished tasks, the join event, putters)
+    # costs more than the rest of a hand-over.
+    __slots__ = ("__weakref__", "_ended", "_getters", "_items", "_owner")
+
+    def __init__(self, owner: StreamSet[T], first: list[T]) -> None:
         self._owner = owner
-        self._queue: asyncio.Queue[T | StreamEnd] = asyncio.Queue()
+        self._items: deque[T | StreamEnd] = deque(first)
+        self._getters: deque[asyncio.Future[None]] = deque()
         self._ended: StreamEnd | None = None
-        for item in first:
-            self._queue.put_nowait(item)
         owner.add(self)
 
     def _push(self, item: T | StreamEnd) -> None:
         if self._ended is None:
-            self._queue.put_nowait(item)
+            self._items.append(item)
             if isinstance(item, StreamEnd):
                 self._ended = item
                 self._owner.discard(self)
+            if self._getters:
+                self._wake_one()
+
+    def _wake_one(self) -> None:
+        getters = self._getters
+        while getters:
+            getter = getters.popleft()
+            if not getter.done():
+                getter.set_result(None)
+                return
 
     def __aiter__(self) -> Self:
         return self
 
     async def __anext__(self) -> T:
-        if self._ended is not None and self._queue.empty():
+        items = self._items
+        if self._ended is not None and not items:
             raise StopAsyncIteration
-        item = await self._queue.get()
+        while not items:
+            getter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._getters.append(getter)
+            try:
+                await getter
+            except BaseException:
+                getter.cancel()
+                with contextlib.suppress(ValueError):
+                    self._getters.remove(getter)
+                if items and not getter.cancelled():
+                    self._wake_one()  # woken, then cancelled: pass the item on
+                raise
+        item = items.popleft()
         if isinstance(item, StreamEnd):
             raise StopAsyncIteration
         return item
 
     async def next(self, *, timeout: float) -> T:
         """The next item, waiting at most ``timeout`` seconds (``WaitTimeout`` after that)."""
-        if not self._queue.empty():
+        items = self._items
+        if items:
             # Ready now: no timer. (On 3.12+ wait_for schedules one even for a ready item, and
             # a loop that never idles keeps every cancelled timer until it next runs.)
-            item = self._queue.get_nowait()
+            item = items.popleft()
             if not isinstance(item, StreamEnd):
                 return item
             raise ConnectionLost(item.reason, "the stream has ended")

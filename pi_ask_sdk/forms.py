@@ -18,12 +18,13 @@ Lookups are by exact value/id; labels never match.
 from __future__ import annotations
 
 import abc
-from typing import NewType, final
+from typing import Final, NewType, final
 
 import msgspec
 from msgspec import UNSET, UnsetType
 
 from pi_ask_core import AskOption, AskQuestion, FlowSource, QuestionType, StartedEvent
+from pi_ask_core.answers import QuestionIndex
 
 from .errors import UnknownOption, UnknownQuestion
 
@@ -117,6 +118,13 @@ class _OptionValue(OptionValue):
         return (_OptionValue, (str(self), self._question_id))
 
 
+RULES: Final = "_rules"
+"""Internal: the key of a ``QuestionView``'s ``QuestionIndex`` in its ``__dict__``."""
+
+# ``str.__new__`` straight: no Python-level ``__new__`` call per id or value a view holds.
+_new_str: Final = str.__new__
+
+
 def _question_id(text: str) -> QuestionId:
     return _QuestionId(text)
 
@@ -178,7 +186,7 @@ class OptionView(msgspec.Struct, frozen=True):
         )
 
 
-class QuestionView(msgspec.Struct, frozen=True):
+class QuestionView(msgspec.Struct, frozen=True, dict=True):
     """One question of a started form.
 
     ``type`` is what the host validates answers against (``multi`` takes several values;
@@ -192,24 +200,47 @@ class QuestionView(msgspec.Struct, frozen=True):
     requested_type: QuestionType
     required: bool
     options: tuple[OptionView, ...]
+    # ``dict=True``: room for the host's lookup table for the question (``RULES``), which
+    # ``AnswerBuilder`` checks answers against; not a field, so never compared or encoded.
 
     @classmethod
     def from_wire(cls, question: AskQuestion) -> QuestionView:
-        qid = _question_id(question.id)
-        return cls(
-            id=qid,
-            label=DisplayText(question.label),
-            prompt=DisplayText(question.prompt),
-            type=question.type,
-            requested_type=question.requested,
-            required=question.required,
-            options=tuple(
-                [
-                    OptionView.from_wire(qid, option, position)
-                    for position, option in enumerate(question.options, start=1)
-                ]
-            ),
+        # Options built inline, positionally (this runs for every option of every started form;
+        # OptionView.from_wire is the same, one call per option dearer).
+        qid = _new_str(_QuestionId, question.id)
+        options = []
+        rules: dict[str, tuple[str, int]] = {}  # QuestionIndex(question)'s table, built alongside
+        for position, option in enumerate(question.options, start=1):
+            text, label = option.value, option.label
+            value = _new_str(_OptionValue, text)
+            value._question_id = qid
+            rules[text] = (label, position)
+            description, preview = option.description, option.preview
+            options.append(
+                OptionView(
+                    qid,
+                    value,
+                    DisplayText(label),
+                    position,
+                    None if description is UNSET else DisplayText(description),
+                    None if preview is UNSET else DisplayText(preview),
+                    RECOMMENDED if option.recommended is True else None,
+                )
+            )
+        view = cls(
+            qid,
+            DisplayText(question.label),
+            DisplayText(question.prompt),
+            question.type,
+            question.requested,
+            question.required,
+            tuple(options),
         )
+        # The host's lookup table for checking answers to this question (what
+        # QuestionIndex(question) builds, from the same wire question): AnswerBuilder runs the
+        # host's rules on it.
+        view.__dict__[RULES] = QuestionIndex.of(question.id, question.type, rules)
+        return view
 
     @property
     def multi(self) -> bool:
@@ -238,7 +269,11 @@ class QuestionView(msgspec.Struct, frozen=True):
 
     def value(self, value: str) -> OptionValue:
         """This question's ``OptionValue`` that is exactly ``value``; ``UnknownOption`` if none."""
-        return self.option(value).value
+        if isinstance(value, str):  # option()'s scan, without the call
+            for option in self.options:
+                if option.value == value:
+                    return option.value
+        return self.option(value).value  # raises UnknownOption
 
     def has_value(self, value: str) -> bool:
         return any(option.value == value for option in self.options)
@@ -261,14 +296,15 @@ class FlowView(msgspec.Struct, frozen=True):
 
     @classmethod
     def from_started(cls, event: StartedEvent, *, replay: bool = False) -> FlowView:
+        tool_call_id, title, from_wire = event.tool_call_id, event.title, QuestionView.from_wire
         return cls(
-            flow_id=FlowId(event.flow_id),
-            tool_call_id=None if isinstance(event.tool_call_id, UnsetType) else event.tool_call_id,
-            source=event.source,
-            title=_display(event.title),
-            created_at=event.created_at,
-            questions=tuple([QuestionView.from_wire(question) for question in event.questions]),
-            replay=replay,
+            FlowId(event.flow_id),
+            None if tool_call_id is UNSET else tool_call_id,
+            event.source,
+            None if title is UNSET else DisplayText(title),
+            event.created_at,
+            tuple([from_wire(question) for question in event.questions]),
+            replay,
         )
 
     @property

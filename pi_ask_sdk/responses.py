@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Iterator, Mapping
-from typing import Literal, TypeAlias, final
+from typing import Final, Literal, TypeAlias, cast, final
 
 import msgspec
 from msgspec import UNSET
@@ -45,7 +45,16 @@ from .errors import (
     UnknownOption,
     UnknownQuestion,
 )
-from .forms import FlowId, FlowView, OptionValue, OptionView, QuestionId, QuestionView
+from .forms import (
+    RULES,
+    FlowId,
+    FlowView,
+    OptionValue,
+    OptionView,
+    QuestionId,
+    QuestionView,
+    _OptionValue,
+)
 
 __all__ = [
     "Answer",
@@ -71,6 +80,10 @@ class QuestionAnswer(msgspec.Struct, frozen=True):
     option_notes: tuple[tuple[OptionValue, str], ...] = ()
 
     def to_wire(self) -> RemoteAnswer:
+        values = self.values
+        if self.custom_text is None and self.note is None and not self.option_notes:
+            # The common shape: values only (fewer keywords to parse).
+            return RemoteAnswer(values=[str(value) for value in values]) if values else _EMPTY
         return RemoteAnswer(
             values=[str(value) for value in self.values] if self.values else UNSET,
             custom_text=UNSET if self.custom_text is None else self.custom_text,
@@ -94,6 +107,9 @@ class QuestionAnswer(msgspec.Struct, frozen=True):
         if self.option_notes:
             entry["optionNotes"] = {str(value): text for value, text in self.option_notes}
         return entry
+
+
+_EMPTY: Final = RemoteAnswer()
 
 
 class Answer(msgspec.Struct, frozen=True):
@@ -154,28 +170,36 @@ Response: TypeAlias = Answer | Cancel
 """What ``BridgeClient.submit`` sends; tagged by ``kind``."""
 
 
-class _Draft:
-    __slots__ = ("custom_text", "note", "option_notes", "values")
+class _Draft(msgspec.Struct, gc=False):
+    """One question's answer while it is built (a Struct: made in C, one per question)."""
 
-    def __init__(self) -> None:
-        self.values: tuple[OptionValue, ...] = ()
-        self.custom_text: str | None = None
-        self.note: str | None = None
-        self.option_notes: dict[OptionValue, str] = {}
+    values: tuple[OptionValue, ...] = ()
+    custom_text: str | None = None
+    note: str | None = None
+    option_notes: dict[OptionValue, str] | None = None
 
     def freeze(self) -> QuestionAnswer:
+        notes = self.option_notes
         return QuestionAnswer(
-            self.values, self.custom_text, self.note, tuple(self.option_notes.items())
+            self.values, self.custom_text, self.note, tuple(notes.items()) if notes else ()
         )
 
 
 def _rules(view: QuestionView) -> QuestionIndex:
-    """The host's lookup table for a question, built from the form view (once per builder)."""
-    return QuestionIndex.of(
-        str(view.id),
-        view.type,
-        {option.value: (option.label.text, option.position) for option in view.options},
-    )
+    """The host's lookup table for a question: the one its view was made with, or (for a view
+    made by hand) one built from the view on first use and kept on it (views are immutable)."""
+    cache = view.__dict__
+    index: QuestionIndex | None = cache.get(RULES)
+    if index is None:
+        index = cache[RULES] = QuestionIndex.of(
+            str(view.id),
+            view.type,
+            {option.value: (option.label.text, option.position) for option in view.options},
+        )
+    return index
+
+
+_SUBMIT: Final = "submit"
 
 
 class AnswerBuilder:
@@ -186,15 +210,18 @@ class AnswerBuilder:
     builder as it was.
     """
 
-    __slots__ = ("_drafts", "_flow", "_mode", "_rules")
+    __slots__ = ("_drafts", "_flow", "_mode", "_questions")
 
-    def __init__(self, flow: FlowView, *, mode: ResultMode = "submit") -> None:
+    def __init__(self, flow: FlowView, *, mode: ResultMode = _SUBMIT) -> None:
         if not isinstance(flow, FlowView):
             raise InvalidArgument("AnswerBuilder", "flow", "a FlowView", flow)
         self._flow = flow
-        self._mode: ResultMode = self._checked_mode("AnswerBuilder", mode)
+        self._questions = flow.questions
+        # The default needs no check (it is this module's own constant).
+        self._mode: ResultMode = (
+            _SUBMIT if mode is _SUBMIT else self._checked_mode("AnswerBuilder", mode)
+        )
         self._drafts: dict[QuestionId, _Draft] = {}
-        self._rules: dict[QuestionId, QuestionIndex] = {}
 
     @property
     def flow(self) -> FlowView:
@@ -217,14 +244,17 @@ class AnswerBuilder:
 
     def _question(self, method: str, question: QuestionView | QuestionId) -> QuestionView:
         if isinstance(question, QuestionView):
-            found = self._flow.question(question.id)
-            if question is not found and question != found:
-                raise UnknownQuestion(
-                    self._flow.flow_id,
-                    f"{question.id} (from another form)",
-                    self._flow.question_ids,
-                )
-            return found
+            qid = question.id
+            for found in self._questions:  # what FlowView.question does, without a call
+                if found.id == qid:
+                    if found is question or found == question:
+                        return found
+                    raise UnknownQuestion(
+                        self._flow.flow_id,
+                        f"{question.id} (from another form)",
+                        self._flow.question_ids,
+                    )
+            return self._flow.question(qid)  # raises UnknownQuestion
         if isinstance(question, QuestionId):
             return self._flow.question(question)
         raise InvalidArgument(
@@ -235,10 +265,10 @@ class AnswerBuilder:
     def _value(
         method: str, argument: str, view: QuestionView, option: OptionView | OptionValue
     ) -> OptionValue:
-        if isinstance(option, OptionView):
-            value = option.value
-        elif isinstance(option, OptionValue):
+        if isinstance(option, OptionValue):
             value = option
+        elif isinstance(option, OptionView):
+            value = option.value
         else:
             raise InvalidArgument(
                 method, argument, "an OptionView or OptionValue taken from the form", option
@@ -254,18 +284,6 @@ class AnswerBuilder:
     # A kept draft always passes every rule, so a call checks only the rules that involve what
     # it changes, in the host's order (the JSON-type rules cannot fail: arguments are typed and
     # checked). A call that raises changes nothing.
-
-    def _draft(self, question: QuestionView) -> _Draft:
-        draft = self._drafts.get(question.id)
-        if draft is None:
-            draft = self._drafts[question.id] = _Draft()
-        return draft
-
-    def _index(self, view: QuestionView) -> QuestionIndex:
-        index = self._rules.get(view.id)
-        if index is None:
-            index = self._rules[view.id] = _rules(view)
-        return index
 
     @staticmethod
     def _refuse(view: QuestionView, problem: AnswerProblem) -> InvalidResponse:
@@ -283,10 +301,18 @@ class AnswerBuilder:
         ``duplicate_value``, ``too_many_values``, ``value_with_custom_text``, ``unknown_value``).
         """
         view = self._question("select", question)
-        values = tuple([self._value("select", "options", view, o) for o in options])
-        index = self._index(view)
-        draft = self._drafts.get(view.id)
+        qid = view.id
+        for option in options:
+            if type(option) is not _OptionValue or option._question_id != qid:
+                value = self._value
+                values = tuple([value("select", "options", view, o) for o in options])
+                break
+        else:  # the common case: this question's own OptionValues (no call per value)
+            values = cast("tuple[OptionValue, ...]", options)
+        drafts = self._drafts
+        draft = drafts.get(qid)
         if values:
+            index = view.__dict__.get(RULES) or _rules(view)
             problem = check_values(index.id, values, index)
             if problem is None and draft is not None:
                 problem = check_custom_text(index.id, draft.custom_text, True, index)
@@ -295,7 +321,9 @@ class AnswerBuilder:
                 problem = selections if isinstance(selections, AnswerProblem) else None
             if problem is not None:
                 raise self._refuse(view, problem)
-        self._draft(view).values = values
+        if draft is None:
+            draft = drafts[qid] = _Draft()
+        draft.values = values
         return self
 
     def custom_text(self, question: QuestionView | QuestionId, text: str) -> Self:
@@ -304,19 +332,25 @@ class AnswerBuilder:
         text = self._checked_text("custom_text", "text", text)
         custom = None if is_blank(text) else text
         draft = self._drafts.get(view.id)
-        if custom is not None and draft is not None:
-            index = self._index(view)
+        if draft is None:
+            draft = self._drafts[view.id] = _Draft()
+        elif custom is not None:
+            index = view.__dict__.get(RULES) or _rules(view)
             problem = check_custom_text(index.id, custom, bool(draft.values), index)
             if problem is not None:
                 raise self._refuse(view, problem)
-        self._draft(view).custom_text = custom
+        draft.custom_text = custom
         return self
 
     def note(self, question: QuestionView | QuestionId, text: str) -> Self:
         """A note on the question (clarification context; in ``elaborate`` mode, a request)."""
         view = self._question("note", question)
-        text = self._checked_text("note", "text", text)
-        self._draft(view).note = None if is_blank(text) else text
+        if not isinstance(text, str):
+            raise InvalidArgument("note", "text", "a str", text)
+        draft = self._drafts.get(view.id)
+        if draft is None:
+            draft = self._drafts[view.id] = _Draft()
+        draft.note = None if is_blank(text) else text
         return self
 
     def option_note(
@@ -324,18 +358,28 @@ class AnswerBuilder:
     ) -> Self:
         """A note on one real option of the question, selected or not."""
         view = self._question("option_note", question)
-        value = self._value("option_note", "option", view, option)
-        text = self._checked_text("option_note", "text", text)
+        value = (
+            option
+            if type(option) is _OptionValue and option._question_id == view.id
+            else self._value("option_note", "option", view, option)
+        )
+        if not isinstance(text, str):
+            raise InvalidArgument("option_note", "text", "a str", text)
+        draft = self._drafts.get(view.id)
         if is_blank(text):
-            draft = self._drafts.get(view.id)
-            if draft is not None:
+            if draft is not None and draft.option_notes is not None:
                 draft.option_notes.pop(value, None)
             return self
-        index = self._index(view)
+        index = view.__dict__.get(RULES) or _rules(view)
         problem = check_option_notes(index.id, {value: text}, index)
         if isinstance(problem, AnswerProblem):
             raise self._refuse(view, problem)
-        self._draft(view).option_notes[value] = text
+        if draft is None:
+            draft = self._drafts[view.id] = _Draft()
+        if draft.option_notes is None:
+            draft.option_notes = {value: text}
+        else:
+            draft.option_notes[value] = text
         return self
 
     def mode(self, mode: ResultMode) -> Self:
@@ -344,9 +388,9 @@ class AnswerBuilder:
         return self
 
     def build(self) -> Answer:
-        return _answer(
+        return _BuiltAnswer(
             self._flow.flow_id,
-            tuple((qid, draft.freeze()) for qid, draft in self._drafts.items()),
+            tuple([(qid, draft.freeze()) for qid, draft in self._drafts.items()]),
             self._mode,
         )
 
