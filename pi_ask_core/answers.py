@@ -13,7 +13,7 @@ from typing import Final, Literal, TypeGuard, TypeVar
 
 import msgspec
 
-from .js import JS_WHITESPACE, is_blank, js_object, js_ordered_keys
+from .js import is_blank, js_object, js_ordered_keys
 from .protocol import AskQuestion, QuestionType, ResultMode, SubmitErrorCode
 
 __all__ = [
@@ -208,15 +208,15 @@ _NO_FLOW_ID: Final = "Submit flowId is required: the flowId of the started event
 
 def parse_envelope(data: object) -> Envelope | SubmitError:
     """Checks E1-E6 of spec §4.1, in order."""
-    if type(data) is not dict and not _is_object(data):
+    if not _is_object(data):
         return SubmitError(
             "invalid_request", f"A submit must be a JSON object, not {_kind_of(data)}.", "", ""
         )
     get = data.get
     request_id, flow_id, version = get("requestId"), get("flowId"), get("version", _ABSENT)
-    rid = request_id if type(request_id) is str or isinstance(request_id, str) else ""
-    fid = flow_id if type(flow_id) is str or isinstance(flow_id, str) else ""
-    if not (type(version) is int and version == 1) and not _is_version_one(version):
+    rid = request_id if isinstance(request_id, str) else ""
+    fid = flow_id if isinstance(flow_id, str) else ""
+    if not _is_version_one(version):
         shown = "missing" if version is _ABSENT else _show(version)
         return SubmitError(
             "invalid_request", f"Submit version must be the number 1, got {shown}.", rid, fid
@@ -226,7 +226,7 @@ def parse_envelope(data: object) -> Envelope | SubmitError:
     if not fid:
         return SubmitError("invalid_request", _NO_FLOW_ID, rid, fid)
     response = get("response")
-    if type(response) is not dict and not _is_object(response):
+    if not _is_object(response):
         return SubmitError(
             "invalid_request",
             f"Submit response must be an object, not {_kind_of(response)}.",
@@ -249,7 +249,7 @@ def check_answer_response(
 ) -> AcceptedResponse | AnswerProblem:
     """Checks A1-A4 of spec §4.2 for a ``kind: "answer"`` response; the first failure wins."""
     answers = response.get("answers")
-    if type(answers) is not dict and not _is_object(answers):
+    if not _is_object(answers):
         return AnswerProblem(
             "An answer response must include an answers object (question id -> answer), "
             f"got {_kind_of(answers) if 'answers' in response else 'none'}.",
@@ -313,7 +313,7 @@ def check_answer(qid: str, entry: object, index: QuestionIndex) -> AcceptedAnswe
     ``check_custom_text``, ``check_selections`` and ``check_option_notes``, which the SDK's
     ``AnswerBuilder`` calls too.
     """
-    if type(entry) is not dict and not _is_object(entry):
+    if not _is_object(entry):
         return AnswerProblem(
             f'The answer for question "{qid}" must be an object, not {_kind_of(entry)}.',
             "answer_not_object",
@@ -341,12 +341,12 @@ def check_answer(qid: str, entry: object, index: QuestionIndex) -> AcceptedAnswe
     custom = get("customText", _ABSENT)
     custom_text: str | None = None
     if custom is not _ABSENT:
-        if type(custom) is not str and not isinstance(custom, str):
+        if not isinstance(custom, str):
             return AnswerProblem(
                 f'customText for question "{qid}" must be a string, not {_kind_of(custom)}.',
                 "custom_text_not_string",
             )
-        if custom.strip(JS_WHITESPACE):  # not blank (js.is_blank, inline)
+        if not is_blank(custom):
             custom_text = custom
             problem = check_custom_text(qid, custom_text, bool(values), index)
             if problem is not None:
@@ -355,8 +355,8 @@ def check_answer(qid: str, entry: object, index: QuestionIndex) -> AcceptedAnswe
     note: str | None = None
     if raw_note is _ABSENT:
         pass
-    elif type(raw_note) is str or isinstance(raw_note, str):
-        if raw_note.strip(JS_WHITESPACE):  # not blank (js.is_blank, inline)
+    elif isinstance(raw_note, str):
+        if not is_blank(raw_note):
             note = raw_note
     else:
         return AnswerProblem(

@@ -385,12 +385,7 @@ class FlowHost:
         if self._unsubscribe is None:
             raise HostClosed("this FlowHost was closed (session shutdown); open a new one")
         try:
-            try:
-                _ENCODER.encode(params)  # _clean_json's fast path, inline
-            except Exception:
-                params, verified = _clean_json(params)
-            else:
-                verified = True
+            params, verified = _clean_json(params)
             form, index = parse_form_indexed(
                 params, present_single_as_multi=self._present_single_as_multi, cwd=self._cwd
             )
@@ -446,14 +441,9 @@ class FlowHost:
             except (TypeError, ValueError, RecursionError):
                 data = None
         try:
-            _ENCODER.encode(data)  # _clean_json's fast path, inline: it runs for every submit
-        except Exception:
-            try:
-                data, verified = _clean_json(data)
-            except _TooDeep:
-                return _too_deep(data)
-        else:
-            verified = True
+            data, verified = _clean_json(data)
+        except _TooDeep:
+            return _too_deep(data)
         rid: str
         fid: str
         kind: str

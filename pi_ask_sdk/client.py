@@ -272,22 +272,12 @@ class BridgeClient:
         ``SubmitLost`` with nothing sent. Raises only for programming errors: ``FlowMismatch``,
         ``FlowAlreadyAnswered`` (this client's submit was already accepted),
         ``InvalidRequestId``, ``ClientNotOpen``."""
-        # submit() and await_result() inlined: an in-process host settles the submit inside
-        # the send, and two coroutines fewer is a measurable part of such a round trip.
         try:
-            ticket, payload = self._prepare(flow, response, request_id)
-            try:
-                await self._transport.send(payload)
-            except BaseException:
-                self._book.disarm(ticket._pending)
-                raise
+            ticket = await self.submit(flow, response, request_id=request_id)
         except ConnectionLost as lost:
             return SubmitLost(flow.flow_id, lost.reason)
         except FlowAlreadyCompleted:
             return SubmitLost(flow.flow_id, "flow_completed")
-        outcome = _settled(ticket)
-        if outcome is not None:
-            return outcome
         return await self.await_result(ticket, timeout=timeout)
 
     def _prepare(

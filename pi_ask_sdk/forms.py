@@ -205,28 +205,7 @@ class QuestionView(msgspec.Struct, frozen=True, dict=True):
 
     @classmethod
     def from_wire(cls, question: AskQuestion) -> QuestionView:
-        # Options built inline, positionally (this runs for every option of every started form;
-        # OptionView.from_wire is the same, one call per option dearer).
         qid = _new_str(_QuestionId, question.id)
-        options = []
-        rules: dict[str, tuple[str, int]] = {}  # QuestionIndex(question)'s table, built alongside
-        for position, option in enumerate(question.options, start=1):
-            text, label = option.value, option.label
-            value = _new_str(_OptionValue, text)
-            value._question_id = qid
-            rules[text] = (label, position)
-            description, preview = option.description, option.preview
-            options.append(
-                OptionView(
-                    qid,
-                    value,
-                    DisplayText(label),
-                    position,
-                    None if description is UNSET else DisplayText(description),
-                    None if preview is UNSET else DisplayText(preview),
-                    RECOMMENDED if option.recommended is True else None,
-                )
-            )
         view = cls(
             qid,
             DisplayText(question.label),
@@ -234,12 +213,15 @@ class QuestionView(msgspec.Struct, frozen=True, dict=True):
             question.type,
             question.requested,
             question.required,
-            tuple(options),
+            tuple(
+                [
+                    OptionView.from_wire(qid, option, position)
+                    for position, option in enumerate(question.options, start=1)
+                ]
+            ),
         )
-        # The host's lookup table for checking answers to this question (what
-        # QuestionIndex(question) builds, from the same wire question): AnswerBuilder runs the
-        # host's rules on it.
-        view.__dict__[RULES] = QuestionIndex.of(question.id, question.type, rules)
+        # The host's own lookup table for this question: AnswerBuilder runs the host's rules on it.
+        view.__dict__[RULES] = QuestionIndex(question)
         return view
 
     @property
@@ -269,11 +251,7 @@ class QuestionView(msgspec.Struct, frozen=True, dict=True):
 
     def value(self, value: str) -> OptionValue:
         """This question's ``OptionValue`` that is exactly ``value``; ``UnknownOption`` if none."""
-        if isinstance(value, str):  # option()'s scan, without the call
-            for option in self.options:
-                if option.value == value:
-                    return option.value
-        return self.option(value).value  # raises UnknownOption
+        return self.option(value).value
 
     def has_value(self, value: str) -> bool:
         return any(option.value == value for option in self.options)

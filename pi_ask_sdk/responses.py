@@ -210,13 +210,12 @@ class AnswerBuilder:
     builder as it was.
     """
 
-    __slots__ = ("_drafts", "_flow", "_mode", "_questions")
+    __slots__ = ("_drafts", "_flow", "_mode")
 
     def __init__(self, flow: FlowView, *, mode: ResultMode = _SUBMIT) -> None:
         if not isinstance(flow, FlowView):
             raise InvalidArgument("AnswerBuilder", "flow", "a FlowView", flow)
         self._flow = flow
-        self._questions = flow.questions
         # The default needs no check (it is this module's own constant).
         self._mode: ResultMode = (
             _SUBMIT if mode is _SUBMIT else self._checked_mode("AnswerBuilder", mode)
@@ -244,17 +243,14 @@ class AnswerBuilder:
 
     def _question(self, method: str, question: QuestionView | QuestionId) -> QuestionView:
         if isinstance(question, QuestionView):
-            qid = question.id
-            for found in self._questions:  # what FlowView.question does, without a call
-                if found.id == qid:
-                    if found is question or found == question:
-                        return found
-                    raise UnknownQuestion(
-                        self._flow.flow_id,
-                        f"{question.id} (from another form)",
-                        self._flow.question_ids,
-                    )
-            return self._flow.question(qid)  # raises UnknownQuestion
+            found = self._flow.question(question.id)  # raises UnknownQuestion
+            if found is not question and found != question:
+                raise UnknownQuestion(
+                    self._flow.flow_id,
+                    f"{question.id} (from another form)",
+                    self._flow.question_ids,
+                )
+            return found
         if isinstance(question, QuestionId):
             return self._flow.question(question)
         raise InvalidArgument(
@@ -312,7 +308,7 @@ class AnswerBuilder:
         drafts = self._drafts
         draft = drafts.get(qid)
         if values:
-            index = view.__dict__.get(RULES) or _rules(view)
+            index = _rules(view)
             problem = check_values(index.id, values, index)
             if problem is None and draft is not None:
                 problem = check_custom_text(index.id, draft.custom_text, True, index)
@@ -335,7 +331,7 @@ class AnswerBuilder:
         if draft is None:
             draft = self._drafts[view.id] = _Draft()
         elif custom is not None:
-            index = view.__dict__.get(RULES) or _rules(view)
+            index = _rules(view)
             problem = check_custom_text(index.id, custom, bool(draft.values), index)
             if problem is not None:
                 raise self._refuse(view, problem)
@@ -370,7 +366,7 @@ class AnswerBuilder:
             if draft is not None and draft.option_notes is not None:
                 draft.option_notes.pop(value, None)
             return self
-        index = view.__dict__.get(RULES) or _rules(view)
+        index = _rules(view)
         problem = check_option_notes(index.id, {value: text}, index)
         if isinstance(problem, AnswerProblem):
             raise self._refuse(view, problem)
