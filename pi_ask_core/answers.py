@@ -112,9 +112,10 @@ class QuestionIndex:
     a form view).
     """
 
-    __slots__ = ("id", "multi", "options", "question", "type")
+    __slots__ = ("_known", "id", "multi", "options", "question", "type")
 
     def __init__(self, question: AskQuestion) -> None:
+        self._known: str | None = None
         self.question: AskQuestion | None = question
         self.id = question.id
         self.type: QuestionType = question.type
@@ -130,31 +131,67 @@ class QuestionIndex:
     ) -> QuestionIndex:
         """An index from its parts: ``options`` maps value -> (label, 1-based position)."""
         index = cls.__new__(cls)
-        index.question = None
+        index._known = index.question = None
         index.id, index.type, index.options = question_id, question_type, options
         index.multi = question_type == "multi"
         return index
+
+    def _known_values(self) -> str:
+        """The option values as a message lists them (built on first use, then kept)."""
+        known = self._known
+        if known is None:
+            known = self._known = ", ".join([f'"{value}"' for value in self.options])
+        return known
 
 
 class FormIndex:
     """Lookup tables for checking answers against one form, built once per flow."""
 
-    __slots__ = ("questions",)
+    __slots__ = ("_known", "questions")
 
     def __init__(self, questions: Sequence[AskQuestion]) -> None:
+        self._known: str | None = None
         self.questions: dict[str, QuestionIndex] = {q.id: QuestionIndex(q) for q in questions}
 
     @classmethod
     def of(cls, questions: dict[str, QuestionIndex]) -> FormIndex:
         """An index from prebuilt question indexes (question id -> index, in form order)."""
         index = cls.__new__(cls)
+        index._known = None
         index.questions = questions
         return index
+
+    def _known_questions(self) -> str:
+        """The question ids as a message lists them (built on first use, then kept)."""
+        known = self._known
+        if known is None:
+            known = self._known = ", ".join([f'"{qid}"' for qid in self.questions])
+        return known
+
+
+# What each exact JSON value type is called in messages. These types are never Mappings, so
+# _is_object answers for them without isinstance(value, Mapping): an ABC check costs as much
+# as the rest of refusing a malformed submit.
+_KINDS: Final[dict[type, str]] = {
+    type(None): "null",
+    bool: "a boolean",
+    int: "a number",
+    float: "a number",
+    str: "a string",
+    list: "an array",
+    tuple: "an array",
+    dict: "an object",
+}
 
 
 def _is_object(value: object) -> TypeGuard[Mapping[str, object]]:
     """A JSON object: a dict (the fast, common case) or any other Mapping."""
-    return type(value) is dict or isinstance(value, Mapping)
+    kind = type(value)
+    if kind is dict:
+        return True
+    if kind in _KINDS:
+        return False
+    return isinstance(value, Mapping)
 
 
 def _all_strings(items: Iterable[object]) -> bool:
@@ -173,6 +210,9 @@ def _is_string_array(value: object) -> TypeGuard[Sequence[str]]:
 
 
 def _kind_of(value: object) -> str:
+    kind = _KINDS.get(type(value))
+    if kind is not None:
+        return kind
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -274,9 +314,9 @@ def check_answer_response(
     for key in keys:
         index = questions.get(key) if isinstance(key, str) else None
         if index is None:
-            known = ", ".join(f'"{qid}"' for qid in questions)
             return AnswerProblem(
-                f'Unknown question id "{key}"; this form has {known}.', "unknown_question"
+                f'Unknown question id "{key}"; this form has {form._known_questions()}.',
+                "unknown_question",
             )
         answer = check_answer(key, answers[key], index)
         if isinstance(answer, AnswerProblem):
@@ -431,10 +471,9 @@ def check_selections(
     for value in values:
         found = options.get(value)
         if found is None:
-            known = ", ".join(f'"{v}"' for v in options)
             return AnswerProblem(
                 f'Unknown option value "{value}" for question "{qid}"; send one of its option '
-                f"values ({known}), never a label.",
+                f"values ({index._known_values()}), never a label.",
                 "unknown_value",
             )
         selections.append(Selection(value, found[0], found[1]))
