@@ -66,22 +66,25 @@ def _clean_json(value: object) -> tuple[object, bool]:
     as JSON (then so does every result built from it, and the host need not encode a result to
     know it can be recorded). Raises ``_TooDeep``.
 
-    The fast path is one encode: it fails only on a lone surrogate or on too deep a value.
+    The fast path is one encode: it fails only on a lone surrogate, on too deep a value, or on
+    what msgspec does not encode: another Mapping than a dict (a ``MappingProxyType``, say), or
+    a Python object. Those take the slow path too: their text is cleaned all the same (Mappings
+    become dicts; the rules refuse whatever object is left).
     """
     try:
         _ENCODER.encode(value)
-    except UnicodeEncodeError:
-        pass
     except RecursionError:
         raise _TooDeep from None
-    except Exception:  # not JSON (a Python object): the rules refuse it, nothing to clean
-        return value, False
+    except Exception:  # a lone surrogate, or not JSON as it stands
+        pass
     else:
         return value, True
     try:
         return _scrub(value), False  # the rest of it is unchecked
     except RecursionError:
         raise _TooDeep from None
+    except Exception:  # a Mapping that cannot be read, say: the rules refuse it as it is
+        return value, False
 
 
 def _utf8(text: str) -> str:

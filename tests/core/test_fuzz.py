@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from types import MappingProxyType
 from typing import Any
 
 import msgspec
@@ -286,3 +287,22 @@ def test_local_answer_nested_too_deeply_is_refused_and_the_flow_stays_open() -> 
         handle.answer({"goal": {"customText": nested(TOO_DEEP, "x")}})
     assert handle.is_open
     assert events == []
+
+
+def test_lone_surrogates_in_a_mapping_that_is_not_a_dict_are_replaced_too() -> None:
+    # msgspec encodes dicts only: a MappingProxyType from a Python caller takes the slow path,
+    # which must clean it as it cleans a dict (before, the acknowledgement kept "\ud800" and the
+    # valid answer was refused as "cannot be recorded").
+    host, events = _host()
+    proxy = MappingProxyType
+    answers = proxy({"goal": proxy({"customText": "go \ud800"})})
+    response = proxy({"kind": "answer", "answers": answers})
+    host.bus.emit(SUBMIT, proxy({**_submit({}), "requestId": "id\ud800", "response": response}))
+    assert [c for c, _ in events] == [COMPLETED, SUBMIT_RESULT]
+    ack = events[1][1]
+    assert isinstance(ack, SubmitAck)
+    assert ack.request_id == "id\ufffd"
+    for _, data in events:
+        msgspec.json.encode(data).decode("utf-8")
+    result = msgspec.to_builtins(events[0][1])["result"]
+    assert result["answers"]["goal"]["customText"] == "go \ufffd"
