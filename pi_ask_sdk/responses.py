@@ -186,15 +186,18 @@ class _Draft(msgspec.Struct, gc=False):
 
 
 def _rules(view: QuestionView) -> QuestionIndex:
-    """The host's lookup table for a question: the one its view was made with, or (for a view
-    made by hand) one built from the view on first use and kept on it (views are immutable)."""
+    """The host's lookup table for a question (value -> label and 1-based position), built
+    from its view's wire options on first use and kept on the view (views are immutable)."""
     cache = view.__dict__
     index: QuestionIndex | None = cache.get(RULES)
     if index is None:
         index = cache[RULES] = QuestionIndex.of(
             str(view.id),
             view.type,
-            {option.value: (option.label.text, option.position) for option in view.options},
+            {
+                option.value: (option.label, position)
+                for position, option in enumerate(view._wire, 1)
+            },
         )
     return index
 
