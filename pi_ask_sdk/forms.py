@@ -129,8 +129,11 @@ def _question_id(text: str) -> QuestionId:
     return _QuestionId(text)
 
 
-def _option_value(text: str, question_id: QuestionId) -> OptionValue:
-    return _OptionValue(text, question_id)
+def _option_value(text: str, question_id: QuestionId) -> _OptionValue:
+    """``_OptionValue(text, question_id)`` without its Python-level ``__new__`` call."""
+    value = _new_str(_OptionValue, text)
+    value._question_id = question_id
+    return value
 
 
 @final
@@ -177,7 +180,7 @@ class OptionView(msgspec.Struct, frozen=True):
         description, preview = option.description, option.preview
         return cls(
             question_id=question_id,
-            value=_OptionValue(option.value, question_id),
+            value=_option_value(option.value, question_id),
             label=DisplayText(option.label),
             position=position,
             description=None if description is UNSET else DisplayText(description),
@@ -256,7 +259,7 @@ class QuestionView(msgspec.Struct, frozen=True, dict=True):
         if isinstance(value, str):
             for option in self._wire:
                 if option.value == value:
-                    return _OptionValue(option.value, self.id)
+                    return _option_value(option.value, self.id)
         raise self._unknown(value)
 
     def has_value(self, value: str) -> bool:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Iterator, Mapping
-from typing import Final, Literal, TypeAlias, cast, final
+from typing import Final, Literal, TypeAlias, final
 
 import msgspec
 from msgspec import UNSET
@@ -178,12 +178,6 @@ class _Draft(msgspec.Struct, gc=False):
     note: str | None = None
     option_notes: dict[OptionValue, str] | None = None
 
-    def freeze(self) -> QuestionAnswer:
-        notes = self.option_notes
-        return QuestionAnswer(
-            self.values, self.custom_text, self.note, tuple(notes.items()) if notes else ()
-        )
-
 
 def _rules(view: QuestionView) -> QuestionIndex:
     """The host's lookup table for a question (value -> label and 1-based position), built
@@ -191,14 +185,10 @@ def _rules(view: QuestionView) -> QuestionIndex:
     cache = view.__dict__
     index: QuestionIndex | None = cache.get(RULES)
     if index is None:
-        index = cache[RULES] = QuestionIndex.of(
-            str(view.id),
-            view.type,
-            {
-                option.value: (option.label, position)
-                for position, option in enumerate(view._wire, 1)
-            },
-        )
+        options: dict[str, tuple[str, int]] = {}
+        for position, option in enumerate(view._wire, 1):  # cheaper than a comprehension
+            options[option.value] = (option.label, position)
+        index = cache[RULES] = QuestionIndex.of(str(view.id), view.type, options)
     return index
 
 
@@ -245,6 +235,9 @@ class AnswerBuilder:
         return text
 
     def _question(self, method: str, question: QuestionView | QuestionId) -> QuestionView:
+        for found in self._flow.questions:  # the common case: one of this form's own views
+            if found is question:
+                return found
         if isinstance(question, QuestionView):
             found = self._flow.question(question.id)  # raises UnknownQuestion
             if found is not question and found != question:
@@ -307,11 +300,11 @@ class AnswerBuilder:
                 values = tuple([value("select", "options", view, o) for o in options])
                 break
         else:  # the common case: this question's own OptionValues (no call per value)
-            values = cast("tuple[OptionValue, ...]", options)
+            values = options  # type: ignore[assignment]  # all OptionValues, checked above
         drafts = self._drafts
         draft = drafts.get(qid)
         if values:
-            index = _rules(view)
+            index = view.__dict__.get(RULES) or _rules(view)
             problem = check_values(index.id, values, index)
             if problem is None and draft is not None:
                 problem = check_custom_text(index.id, draft.custom_text, True, index)
@@ -321,8 +314,9 @@ class AnswerBuilder:
             if problem is not None:
                 raise self._refuse(view, problem)
         if draft is None:
-            draft = drafts[qid] = _Draft()
-        draft.values = values
+            drafts[qid] = _Draft(values)
+        else:
+            draft.values = values
         return self
 
     def custom_text(self, question: QuestionView | QuestionId, text: str) -> Self:
@@ -344,12 +338,14 @@ class AnswerBuilder:
     def note(self, question: QuestionView | QuestionId, text: str) -> Self:
         """A note on the question (clarification context; in ``elaborate`` mode, a request)."""
         view = self._question("note", question)
-        if not isinstance(text, str):
+        if type(text) is not str and not isinstance(text, str):
             raise InvalidArgument("note", "text", "a str", text)
+        note = None if is_blank(text) else text
         draft = self._drafts.get(view.id)
         if draft is None:
-            draft = self._drafts[view.id] = _Draft()
-        draft.note = None if is_blank(text) else text
+            self._drafts[view.id] = _Draft(note=note)
+        else:
+            draft.note = note
         return self
 
     def option_note(
@@ -362,20 +358,20 @@ class AnswerBuilder:
             if type(option) is _OptionValue and option._question_id == view.id
             else self._value("option_note", "option", view, option)
         )
-        if not isinstance(text, str):
+        if type(text) is not str and not isinstance(text, str):
             raise InvalidArgument("option_note", "text", "a str", text)
         draft = self._drafts.get(view.id)
         if is_blank(text):
             if draft is not None and draft.option_notes is not None:
                 draft.option_notes.pop(value, None)
             return self
-        index = _rules(view)
+        index = view.__dict__.get(RULES) or _rules(view)
         problem = check_option_notes(index.id, {value: text}, index)
         if isinstance(problem, AnswerProblem):
             raise self._refuse(view, problem)
         if draft is None:
-            draft = self._drafts[view.id] = _Draft()
-        if draft.option_notes is None:
+            self._drafts[view.id] = _Draft(option_notes={value: text})
+        elif draft.option_notes is None:
             draft.option_notes = {value: text}
         else:
             draft.option_notes[value] = text
@@ -387,9 +383,20 @@ class AnswerBuilder:
         return self
 
     def build(self) -> Answer:
+        answer = QuestionAnswer
         return _BuiltAnswer(
             self._flow.flow_id,
-            tuple([(qid, draft.freeze()) for qid, draft in self._drafts.items()]),
+            tuple(
+                [
+                    (
+                        qid,
+                        answer(d.values, d.custom_text, d.note, tuple(d.option_notes.items()))
+                        if d.option_notes
+                        else answer(d.values, d.custom_text, d.note),
+                    )
+                    for qid, d in self._drafts.items()
+                ]
+            ),
             self._mode,
         )
 
