@@ -84,7 +84,17 @@ class _Listener:
         self._client = client
 
     def message(self, channel: str, data: object, *, replay: bool = False) -> None:
-        self._client._receive(channel, data, replay)
+        # BridgeClient._receive inline: this runs for every payload the host sends.
+        client = self._client
+        if client._state != "open":
+            return
+        if get_ident() != client._thread:
+            client._hand_over(client._receive, channel, data, replay)
+            return
+        try:
+            client._dispatch(channel, data, replay)
+        except Exception:  # a bug of ours must not take the transport down
+            log.exception("pi_ask_sdk: failed to handle a %s payload; skipped", channel)
 
     def ended(self, reason: EndReason) -> None:
         self._client._end(reason)
@@ -358,11 +368,11 @@ class BridgeClient:
         if before is not None and (before.replay or replay) and before.same_form(view):
             return  # the live announcement of a form already replayed, or the reverse
         self._flow_streams.push(view)
-        if self._event_streams:
+        if self._event_streams._refs:  # (not bool(): a Python-level __bool__ costs a call)
             self._event_streams.push(FlowStarted(view))
 
     def _completed(self, event: CompletedEvent) -> None:
-        flow_id = FlowId(event.flow_id)
+        flow_id: FlowId = event.flow_id  # type: ignore[assignment]  # (FlowId() is a call)
         accepted = self._book.closed.get(flow_id)
         if accepted == "completed" and flow_id not in self._open:
             # A flow completes once; a repeated event (a host or relay emitting it twice) is
@@ -409,7 +419,7 @@ class BridgeClient:
             self._event_streams.push(end)
 
     def _publish(self, event: BridgeEvent) -> None:
-        if self._event_streams:
+        if self._event_streams._refs:
             self._event_streams.push(event)
 
 

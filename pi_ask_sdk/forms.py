@@ -18,7 +18,7 @@ Lookups are by exact value/id; labels never match.
 from __future__ import annotations
 
 import abc
-from typing import Final, NewType, cast, final
+from typing import Final, NewType, final
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -259,7 +259,9 @@ class QuestionView(msgspec.Struct, frozen=True, dict=True):
         if isinstance(value, str):
             for option in self._wire:
                 if option.value == value:
-                    return _option_value(option.value, self.id)
+                    found = _new_str(_OptionValue, option.value)  # _option_value() inline
+                    found._question_id = self.id
+                    return found
         raise self._unknown(value)
 
     def has_value(self, value: str) -> bool:
@@ -303,7 +305,7 @@ class FlowView(msgspec.Struct, frozen=True):
         )
         # QuestionView.from_wire inline (one Python call less per question).
         return cls(
-            cast(FlowId, event.flow_id),
+            event.flow_id,  # type: ignore[arg-type]  # a FlowId (FlowId() costs a call)
             None if tool_call_id is UNSET else tool_call_id,
             event.source,
             None if title is UNSET else DisplayText(title),

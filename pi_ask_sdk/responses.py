@@ -83,9 +83,9 @@ class QuestionAnswer(msgspec.Struct, frozen=True):
         values = self.values
         if self.custom_text is None and self.note is None and not self.option_notes:
             # The common shape: values only (fewer keywords to parse).
-            return RemoteAnswer(values=[str(value) for value in values]) if values else _EMPTY
+            return RemoteAnswer(values=list(map(str, values))) if values else _EMPTY
         return RemoteAnswer(
-            values=[str(value) for value in self.values] if self.values else UNSET,
+            values=list(map(str, values)) if values else UNSET,
             custom_text=UNSET if self.custom_text is None else self.custom_text,
             note=UNSET if self.note is None else self.note,
             option_notes=(
@@ -134,9 +134,10 @@ class Answer(msgspec.Struct, frozen=True):
         return next((answer for qid, answer in self.answers if qid == question_id), None)
 
     def to_wire(self) -> AnswerResponse:
-        return AnswerResponse(
-            mode=self.mode, answers={str(qid): answer.to_wire() for qid, answer in self.answers}
-        )
+        answers: dict[str, RemoteAnswer] = {}
+        for qid, answer in self.answers:  # a plain loop: cheaper than a comprehension for a few
+            answers[str(qid)] = answer.to_wire()
+        return AnswerResponse(mode=self.mode, answers=answers)
 
 
 @final
@@ -274,8 +275,13 @@ class AnswerBuilder:
     # --- the host's checks ---
     #
     # A kept draft always passes every rule, so a call checks only the rules that involve what
-    # it changes, in the host's order (the JSON-type rules cannot fail: arguments are typed and
-    # checked). A call that raises changes nothing.
+    # it changes, in the host's order, and only those that can fail: the JSON-type rules cannot
+    # (arguments are typed and checked); nor can P2-P3 for one value (the host skips them too);
+    # nor P9/P10 (unknown value, unknown option note) for a value this very question view
+    # handed out (own: its ``_question_id`` *is* the view's id object, which no other view
+    # shares), since a view hands out only its own option values. A value from anywhere else
+    # (another flow's view of the same form, a pickled copy) is checked. A call that raises
+    # changes nothing.
 
     @staticmethod
     def _refuse(view: QuestionView, problem: AnswerProblem) -> InvalidResponse:
@@ -294,21 +300,26 @@ class AnswerBuilder:
         """
         view = self._question("select", question)
         qid = view.id
+        own = True  # every value was handed out by this very view (see "the host's checks")
         for option in options:
-            if type(option) is not _OptionValue or option._question_id != qid:
-                value = self._value
-                values = tuple([value("select", "options", view, o) for o in options])
-                break
+            if type(option) is not _OptionValue or option._question_id is not qid:
+                own = False
+                if type(option) is not _OptionValue or option._question_id != qid:
+                    value = self._value
+                    values = tuple([value("select", "options", view, o) for o in options])
+                    break
         else:  # the common case: this question's own OptionValues (no call per value)
             values = options  # type: ignore[assignment]  # all OptionValues, checked above
         drafts = self._drafts
         draft = drafts.get(qid)
-        if values:
+        if values and (
+            not own or len(values) > 1 or (draft is not None and draft.custom_text is not None)
+        ):
             index = view.__dict__.get(RULES) or _rules(view)
             problem = check_values(index.id, values, index)
             if problem is None and draft is not None:
                 problem = check_custom_text(index.id, draft.custom_text, True, index)
-            if problem is None:
+            if problem is None and not own:
                 selections = check_selections(index.id, values, index)
                 problem = selections if isinstance(selections, AnswerProblem) else None
             if problem is not None:
@@ -365,10 +376,11 @@ class AnswerBuilder:
             if draft is not None and draft.option_notes is not None:
                 draft.option_notes.pop(value, None)
             return self
-        index = view.__dict__.get(RULES) or _rules(view)
-        problem = check_option_notes(index.id, {value: text}, index)
-        if isinstance(problem, AnswerProblem):
-            raise self._refuse(view, problem)
+        if type(value) is not _OptionValue or value._question_id is not view.id:  # not own
+            index = view.__dict__.get(RULES) or _rules(view)
+            problem = check_option_notes(index.id, {value: text}, index)
+            if isinstance(problem, AnswerProblem):
+                raise self._refuse(view, problem)
         if draft is None:
             self._drafts[view.id] = _Draft(option_notes={value: text})
         elif draft.option_notes is None:

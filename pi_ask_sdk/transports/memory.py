@@ -73,15 +73,25 @@ class MemoryTransport:
                     listener.message(STARTED, event, replay=True)
 
     def _deliver(self, channel: str) -> Callable[[object], None]:
-        def handler(data: object) -> None:
+        if channel != SUBMIT_RESULT:
+
+            def handler(data: object) -> None:
+                listener = self._listener
+                if listener is not None:
+                    listener.message(channel, data)
+
+            return handler
+
+        def verdict(data: object) -> None:
             listener = self._listener
             if listener is None:
                 return
-            if channel == SUBMIT_RESULT and self._answers_another(data):
+            sending = _SENDING.get(id(self._bus))
+            if sending is not None and sending[0] is not self and self._answers_another(data):
                 return
-            listener.message(channel, data, replay=False)
+            listener.message(channel, data)
 
-        return handler
+        return verdict
 
     def _answers_another(self, data: object) -> bool:
         """Whether ``data`` is the verdict on another transport's submit being emitted now."""

@@ -406,3 +406,17 @@ def test_mapping_refuses_non_actions() -> None:
     with pytest.raises(InvalidArgument) as caught:
         SelectOption("yes")  # type: ignore[arg-type]
     assert caught.value.argument == "value"
+
+
+def test_values_of_another_view_of_the_same_form_are_checked_and_taken(flow: FlowView) -> None:
+    # Not handed out by this flow's own view, so the host's rules run on them (and pass).
+    again = view_of(MULTI_FORM, tool_call_id="plan")
+    targets = again.question("targets")
+    eu, asia = targets.value("eu"), targets.value("asia")
+    answer = (
+        AnswerBuilder(flow)
+        .select(flow.question("targets"), eu, asia)
+        .option_note(flow.question("targets").id, asia, "later")
+        .build()
+    )
+    assert answer.get("targets") == QuestionAnswer((eu, asia), None, None, ((asia, "later"),))
