@@ -294,12 +294,14 @@ class BridgeClient:
         self, flow: FlowView, response: Response, request_id: str | None
     ) -> tuple[SubmitTicket, SubmitEvent]:
         """The checks made before sending, the armed waiter's ticket and the payload."""
-        self._require("submit")
+        if self._state != "open":
+            self._require("submit")
         flow_id = flow.flow_id
         if response.flow_id != flow_id:
             raise FlowMismatch(flow_id, response.flow_id)
         book = self._book
-        book.refuse_closed(flow_id)
+        if flow_id in book.closed:
+            book.refuse_closed(flow_id)
         rid = book.request_id(self._prefix, request_id)
         loop = self._loop
         assert loop is not None  # set by open(), checked by _require

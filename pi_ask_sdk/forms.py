@@ -136,8 +136,12 @@ def _option_value(text: str, question_id: QuestionId) -> _OptionValue:
     return value
 
 
+# The views, responses and events below are ``gc=False``: immutable trees of strings, tuples and
+# one another, they can never be part of a reference cycle, and a bridge makes dozens per form.
+
+
 @final
-class DisplayText(msgspec.Struct, frozen=True):
+class DisplayText(msgspec.Struct, frozen=True, gc=False):
     """Text for display only (a label, prompt, title, description, preview or marker).
 
     Not a ``str``, so it can never be compared with a string or passed as a value under mypy
@@ -160,7 +164,7 @@ def _display(value: str | UnsetType) -> DisplayText | None:
 RECOMMENDED: DisplayText = DisplayText("recommended")
 
 
-class OptionView(msgspec.Struct, frozen=True):
+class OptionView(msgspec.Struct, frozen=True, gc=False):
     """One option of a question. Only ``value`` is ever sent; the rest is for display."""
 
     question_id: QuestionId
@@ -280,7 +284,7 @@ class QuestionView(msgspec.Struct, frozen=True, dict=True):
         )
 
 
-class FlowView(msgspec.Struct, frozen=True):
+class FlowView(msgspec.Struct, frozen=True, gc=False):
     """A started form, as a bridge sees it.
 
     ``replay`` is true when the transport announced a form that was already open when the

@@ -70,8 +70,11 @@ __all__ = [
 ]
 
 
+# ``gc=False``: immutable trees of strings and tuples, never part of a reference cycle.
+
+
 @final
-class QuestionAnswer(msgspec.Struct, frozen=True):
+class QuestionAnswer(msgspec.Struct, frozen=True, gc=False):
     """The answer to one question. ``option_notes`` pairs are (option value, note)."""
 
     values: tuple[OptionValue, ...] = ()
@@ -112,7 +115,7 @@ class QuestionAnswer(msgspec.Struct, frozen=True):
 _EMPTY: Final = RemoteAnswer()
 
 
-class Answer(msgspec.Struct, frozen=True):
+class Answer(msgspec.Struct, frozen=True, gc=False):
     """An answer for one flow, made only by ``AnswerBuilder.build()`` (so it was checked
     against the form). It replaces the host's whole answer set: questions not listed end up
     unanswered."""
@@ -136,7 +139,16 @@ class Answer(msgspec.Struct, frozen=True):
     def to_wire(self) -> AnswerResponse:
         answers: dict[str, RemoteAnswer] = {}
         for qid, answer in self.answers:  # a plain loop: cheaper than a comprehension for a few
-            answers[str(qid)] = answer.to_wire()
+            values = answer.values
+            if (
+                values
+                and answer.custom_text is None
+                and answer.note is None
+                and not answer.option_notes
+            ):  # the common shape, without a call
+                answers[str(qid)] = RemoteAnswer(values=list(map(str, values)))
+            else:
+                answers[str(qid)] = answer.to_wire()
         return AnswerResponse(mode=self.mode, answers=answers)
 
 
@@ -153,7 +165,7 @@ def _answer(
 
 
 @final
-class Cancel(msgspec.Struct, frozen=True):
+class Cancel(msgspec.Struct, frozen=True, gc=False):
     """An explicit cancel of one flow: the only way the SDK ever sends ``kind: "cancel"``."""
 
     flow_id: FlowId
@@ -396,21 +408,15 @@ class AnswerBuilder:
 
     def build(self) -> Answer:
         answer = QuestionAnswer
-        return _BuiltAnswer(
-            self._flow.flow_id,
-            tuple(
-                [
-                    (
-                        qid,
-                        answer(d.values, d.custom_text, d.note, tuple(d.option_notes.items()))
-                        if d.option_notes
-                        else answer(d.values, d.custom_text, d.note),
-                    )
-                    for qid, d in self._drafts.items()
-                ]
-            ),
-            self._mode,
-        )
+        answers = []
+        for qid, d in self._drafts.items():  # a plain loop: cheaper than a comprehension
+            notes = d.option_notes
+            answers.append(
+                (qid, answer(d.values, d.custom_text, d.note, tuple(notes.items())))
+                if notes
+                else (qid, answer(d.values, d.custom_text, d.note))
+            )
+        return _BuiltAnswer(self._flow.flow_id, tuple(answers), self._mode)
 
 
 # --- explicit approval mappings -----------------------------------------------------------------
