@@ -61,7 +61,7 @@ from .outcomes import (
     SubmitTimedOut,
 )
 from .responses import Response
-from .transports.base import EndReason, Transport, TransportFactory
+from .transports.base import DecodedJsonTransport, EndReason, Transport, TransportFactory
 
 __all__ = ["DEFAULT_TIMEOUT", "BridgeClient", "ClientStream"]
 
@@ -119,6 +119,11 @@ class BridgeClient:
         if completed_memory < 1:
             raise ValueError("completed_memory must be at least 1")
         self._transport = transport
+        # Submits go as decoded JSON, built straight from the response, when the transport
+        # takes them so (an in-process bus); else as a SubmitEvent.
+        self._send_decoded = (
+            transport.send_decoded if isinstance(transport, DecodedJsonTransport) else None
+        )
         self._prefix = request_id_prefix
         self._memory_size = completed_memory
         self._state: Literal["new", "open", "disconnected", "closed"] = "new"
@@ -229,9 +234,22 @@ class BridgeClient:
         (``FlowAlreadyAnswered`` / ``FlowAlreadyCompleted``), a flow dropped when the session
         ended (``ConnectionLost``). ``request_id`` defaults to a fresh uuid4-based id.
         """
-        ticket, payload = self._prepare(flow, response, request_id)
+        ticket = self._prepare(flow, response, request_id)
+        rid, flow_id = ticket.request_id, ticket.flow_id
         try:
-            await self._transport.send(payload)
+            send_decoded = self._send_decoded
+            if send_decoded is None:
+                await self._transport.send(
+                    SubmitEvent(request_id=rid, flow_id=flow_id, response=response.to_wire())
+                )
+            else:
+                payload = {
+                    "version": 1,
+                    "requestId": rid,
+                    "flowId": flow_id,
+                    "response": response.to_builtins(),
+                }  # = msgspec.to_builtins(SubmitEvent(...)): see tests/sdk/test_responses.py
+                await send_decoded(payload, rid, flow_id)
         except BaseException:
             self._book.disarm(ticket._pending)
             raise
@@ -290,10 +308,8 @@ class BridgeClient:
             return SubmitLost(flow.flow_id, "flow_completed")
         return await self.await_result(ticket, timeout=timeout)
 
-    def _prepare(
-        self, flow: FlowView, response: Response, request_id: str | None
-    ) -> tuple[SubmitTicket, SubmitEvent]:
-        """The checks made before sending, the armed waiter's ticket and the payload."""
+    def _prepare(self, flow: FlowView, response: Response, request_id: str | None) -> SubmitTicket:
+        """The checks made before sending, and the armed waiter's ticket."""
         if self._state != "open":
             self._require("submit")
         flow_id = flow.flow_id
@@ -306,8 +322,7 @@ class BridgeClient:
         loop = self._loop
         assert loop is not None  # set by open(), checked by _require
         pending = book.arm(self, rid, flow_id, loop)
-        ticket = SubmitTicket(rid, flow_id, response.kind, pending)
-        return ticket, SubmitEvent(request_id=rid, flow_id=flow_id, response=response.to_wire())
+        return SubmitTicket(rid, flow_id, response.kind, pending)
 
     # --- internals ---
 

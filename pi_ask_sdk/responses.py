@@ -151,6 +151,23 @@ class Answer(msgspec.Struct, frozen=True, gc=False):
                 answers[str(qid)] = answer.to_wire()
         return AnswerResponse(mode=self.mode, answers=answers)
 
+    def to_builtins(self) -> dict[str, object]:
+        """``msgspec.to_builtins(self.to_wire())``, built directly (what an in-process
+        transport emits; ``tests/sdk/test_responses.py`` holds the two to the same result)."""
+        answers: dict[str, object] = {}
+        for qid, answer in self.answers:
+            values = answer.values
+            if (
+                values
+                and answer.custom_text is None
+                and answer.note is None
+                and not answer.option_notes
+            ):  # the common shape, without a call
+                answers[str(qid)] = {"values": list(map(str, values))}
+            else:
+                answers[str(qid)] = answer.to_builtins()
+        return {"kind": "answer", "mode": self.mode, "answers": answers}
+
 
 @final
 class _BuiltAnswer(Answer, frozen=True):
@@ -177,6 +194,10 @@ class Cancel(msgspec.Struct, frozen=True, gc=False):
 
     def to_wire(self) -> CancelResponse:
         return CancelResponse()
+
+    def to_builtins(self) -> dict[str, object]:
+        """``msgspec.to_builtins(self.to_wire())``."""
+        return {"kind": "cancel"}
 
 
 Response: TypeAlias = Answer | Cancel
