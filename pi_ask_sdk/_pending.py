@@ -67,12 +67,14 @@ class PendingSubmit:
     def decide(self, verdict: SubmitResultEvent) -> None:
         if self.verdict is None:
             self.verdict = verdict
-            self._wake()
+            if self._waiters is not None:  # (nobody waits when the host answered inside send)
+                self._wake()
 
     def complete(self, completion: FlowCompleted) -> None:
         if self.ending is None:
             self.ending = completion
-            self._wake()
+            if self._waiters is not None:
+                self._wake()
 
     def lose(self, reason: ConnectionLostReason) -> None:
         """No verdict, or no completion after an acceptance, will come."""
