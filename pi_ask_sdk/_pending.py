@@ -128,6 +128,16 @@ class PendingSubmit:
 
 
 _RANDOM_BATCH = 16 * 64
+_forks = 0  # how many times this process is a fork's child: a batch drawn before is its parent's
+
+
+def _forked() -> None:
+    global _forks
+    _forks += 1
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows
+    os.register_at_fork(after_in_child=_forked)
 
 Closed: TypeAlias = PendingSubmit | Literal["completed", "session_ended"]
 """Why a flow cannot take a submit: accepted (waiting for ``completed``), completed, or gone."""
@@ -136,7 +146,7 @@ Closed: TypeAlias = PendingSubmit | Literal["completed", "session_ended"]
 class SubmitBook:
     """Waiters by request id, and the most recent ``memory`` flows that cannot take a submit."""
 
-    __slots__ = ("_random", "_used", "closed", "memory", "pending")
+    __slots__ = ("_forks", "_random", "_used", "closed", "memory", "pending")
 
     def __init__(self, memory: int) -> None:
         self.memory = memory
@@ -146,6 +156,7 @@ class SubmitBook:
         # per 64 ids instead of one per id); each id still takes 16 fresh bytes.
         self._random = b""
         self._used = 0
+        self._forks = _forks  # a forked child must not reuse its parent's unused bytes
 
     def refuse_closed(self, flow_id: FlowId) -> None:
         """Raise when ``flow_id`` can no longer take a submit (nothing is sent)."""
@@ -163,8 +174,8 @@ class SubmitBook:
         if request_id is None:
             # 128 random bits, as hex (what uuid4().hex gives, minus its fixed bits, faster)
             used = self._used
-            if used >= len(self._random):
-                self._random, used = os.urandom(_RANDOM_BATCH), 0
+            if used >= len(self._random) or self._forks != _forks:
+                self._random, used, self._forks = os.urandom(_RANDOM_BATCH), 0, _forks
             self._used = used + 16
             return f"{prefix}-{self._random[used : used + 16].hex()}"
         if not isinstance(request_id, str) or not request_id:
