@@ -3,7 +3,8 @@
 ``GcWatch`` records every collection (its generation, start and pause) through ``gc.callbacks``
 while it is active: a callback that runs only when a collection runs, so the timed loop itself
 does nothing extra. ``report`` attributes the collections to the timed round trips they fell in
-(from each round trip's start and length) and sums them up as a JSON-able dict, with the process's CPU time per round trip.
+(from each round trip's start and length) and sums them up as a JSON-able dict, with the
+process's CPU time per round trip.
 """
 
 from __future__ import annotations
