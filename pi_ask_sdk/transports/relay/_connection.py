@@ -139,7 +139,11 @@ class _Protocol(asyncio.Protocol):
                 "nested too deeply" if isinstance(exc, RecursionError) else exc,
             )
             return
-        if not self.hello.done():
+        if type(envelope) is _Event and self.queued is None:
+            # The common case first: an event once the connection is adopted (adopted means
+            # after the hello), in as few steps as possible: this runs for every verdict.
+            self._event(envelope)
+        elif not self.hello.done():
             self._greeting(envelope)
         elif isinstance(envelope, _Error):
             log.warning(
@@ -162,19 +166,19 @@ class _Protocol(asyncio.Protocol):
 
     def _dispatch(self, envelope: _Event | _SessionEnd) -> None:
         if isinstance(envelope, _Event):
-            if (
-                envelope.own is False
-                and envelope.channel == SUBMIT_RESULT
-                and not self.owner._foreign_results
-            ):
-                return  # the verdict on another connection's submit (it may share our ids)
-            data = decode_event(envelope.channel, envelope.data)
-            if isinstance(data, Skipped) and data.reason == "not_json":
-                log.warning("pi_ask_sdk.relay: skipped an event with bad data: %s", data.detail)
-                return
-            self.owner._deliver(self, envelope.channel, data, envelope.replay)
+            self._event(envelope)
         elif isinstance(envelope, _SessionEnd):
             self.owner._session_end(self, envelope.reason)
+
+    def _event(self, envelope: _Event) -> None:
+        channel = envelope.channel
+        if envelope.own is False and channel == SUBMIT_RESULT and not self.owner._foreign_results:
+            return  # the verdict on another connection's submit (it may share our ids)
+        data = decode_event(channel, envelope.data)
+        if type(data) is Skipped and data.reason == "not_json":
+            log.warning("pi_ask_sdk.relay: skipped an event with bad data: %s", data.detail)
+            return
+        self.owner._deliver(self, channel, data, envelope.replay)
 
     def _greeting(self, envelope: _Envelope) -> None:
         if not isinstance(envelope, RelayHello):
