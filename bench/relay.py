@@ -19,8 +19,13 @@ on in every process. One run prints:
   it; bench/sdk.py times the builder). The forms are opened beforehand, untimed. The SDK and
   floor processes take turns over several rounds (the order alternating), one at a time, so
   neither is connected while the other measures or sees the other's broadcasts; each starts with
-  untimed warm-up submits. (Both sides get a fresh process: in trials a floor in a fresh
-  process measured slower than the same code in the long-lived benchmark process.)
+  ``WARM_PER_FORM`` untimed warm-up submits per form (2,500 in all), so each measures a bridge's
+  steady state. (Both sides get a fresh process: in trials a floor in a fresh process measured
+  slower than the same code in the long-lived benchmark process.) Why 2,500: over its first
+  ~1,300-2,000 round trips a fresh SDK process's gen-0 count grows by one per round trip (no
+  object is retained), then by none. With a shorter warm-up, the collections that count
+  triggers fell inside the timed round trips by chance, one of them a gen-1 collection of
+  2-4 ms over the objects the imports left: the "gc" line shows such collections.
 * Pi cold start to the first RPC response with and without the relay loaded, several runs each
   (alternating, shared warm TMPDIR), medians.
 
@@ -69,6 +74,8 @@ EMIT = b'{"type":"emit","channel":"pi-agent-ask:submit","data":'
 P50_RATIO_TARGET = 1.3
 P99_TARGET_MS = 1.0
 COLD_START_TARGET = 1.10
+WARM_PER_FORM = 125
+"""Untimed warm-up submits per form (x ``FORMS`` = 2,500) in each measuring process."""
 
 
 def percentile(samples: list[float], q: float) -> float:
@@ -252,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.sdk_worker:
         return sdk_worker()
     submits, starts, warm, rounds = (
-        (80, 1, 1, 2) if args.quick else (args.submits, args.starts, 10, 8)
+        (80, 1, 1, 2) if args.quick else (args.submits, args.starts, WARM_PER_FORM, 8)
     )
     env = pi_env("legacy" if args.legacy else "current")
     print(f"Pi {env.version} ({env.flavour}), node {env.node}")
