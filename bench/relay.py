@@ -21,11 +21,11 @@ on in every process. One run prints:
   neither is connected while the other measures or sees the other's broadcasts; each starts with
   ``WARM_PER_FORM`` untimed warm-up submits per form (2,500 in all), so each measures a bridge's
   steady state. (Both sides get a fresh process: in trials a floor in a fresh process measured
-  slower than the same code in the long-lived benchmark process.) Why 2,500: over its first
-  ~1,300-2,000 round trips a fresh SDK process's gen-0 count grows by one per round trip (no
-  object is retained), then by none. With a shorter warm-up, the collections that count
-  triggers fell inside the timed round trips by chance, one of them a gen-1 collection of
-  2-4 ms over the objects the imports left: the "gc" line shows such collections.
+  slower than the same code in the long-lived benchmark process; with 200 warm-up submits the
+  floor still measured ~0.1 ms slower at p50 than after 2,500.) The "gc" line shows the
+  collections inside the timed round trips: with 200 warm-up submits each SDK process had a
+  gen-1 collection of 2-4 ms there, triggered by ``unchecked_answer`` leaving one gen-0 count
+  per call for a fresh process's first ~2,000 calls (``tuple(<generator>)``, since fixed).
 * Pi cold start to the first RPC response with and without the relay loaded, several runs each
   (alternating, shared warm TMPDIR), medians.
 
