@@ -155,18 +155,18 @@ class Side:
 
     def gc_line(self) -> str:
         """Collections (gen 0/1/2) inside the timed round trips, their pauses, how many of the
-        slowest 1% of round trips held one, net gc-tracked objects left per round trip, and the
+        slowest 1% of round trips held one, the gen-0 count each round trip leaves, and the
         process's CPU time per round trip."""
         gens = [sum(int(g["collections"][i]) for g in self.gc) for i in range(3)]
         total = sum(float(g["pause_ms"]) for g in self.gc)
         longest = max((float(g["max_pause_ms"]) for g in self.gc), default=0.0)
         slow = sum(int(g["slowest_1pct_with_gc"]) for g in self.gc)
         slowest = sum(int(g["slowest_1pct"]) for g in self.gc)
-        net = statistics.mean(float(g["net_tracked_per_rt"]) for g in self.gc) if self.gc else 0
+        net = statistics.mean(float(g["gen0_per_rt"]) for g in self.gc) if self.gc else 0
         cpu = statistics.mean(float(g["cpu_us_per_rt"]) for g in self.gc) if self.gc else 0
         return (
             f"gc {gens[0]}/{gens[1]}/{gens[2]}  pause {total:.2f} max {longest:.3f}"
-            f"  slowest 1%: {slow}/{slowest} with gc  net tracked/rt {net:.1f}"
+            f"  slowest 1%: {slow}/{slowest} with gc  gen0 {net:+.1f}/rt"
             f"  cpu/rt {cpu:.0f} us"
         )
 

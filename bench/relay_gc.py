@@ -69,8 +69,9 @@ class GcWatch:
         return {
             # this process's CPU time (user + system) per round trip, in microseconds
             "cpu_us_per_rt": self._cpu * 1e6 / max(1, len(samples)),
-            # net gc-tracked objects left per round trip (what makes gen-0 collections come)
-            "net_tracked_per_rt": (self._young + self._last - self._first) / max(1, len(samples)),
+            # what each round trip leaves on the gen-0 count (allocations of gc-tracked objects
+            # minus their deallocations): it is what makes gen-0 collections come
+            "gen0_per_rt": (self._young + self._last - self._first) / max(1, len(samples)),
             "collections": per_gen,
             "pause_ms": total * 1e3,
             "max_pause_ms": longest * 1e3,
