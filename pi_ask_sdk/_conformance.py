@@ -14,6 +14,8 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
+import msgspec
+
 from pi_ask_core import (
     COMPLETED,
     STARTED,
@@ -32,7 +34,7 @@ from pi_ask_core import (
 )
 
 from .errors import ConnectionLost, TransportCheckFailed
-from .transports.base import EndReason, Transport
+from .transports.base import DecodedJsonTransport, EndReason, Transport
 
 if TYPE_CHECKING:
     from .testing import AskParams
@@ -158,7 +160,8 @@ async def check_transport(
     opened while the form is open replays it (``replay=True``); a submit the host refuses comes
     back as its ``submit-result`` with the same ``requestId`` and ``flowId``, as does one for an
     unknown flow; an accepted submit gets its ``submit-result`` and the flow's ``completed``
-    (either order); after ``close`` nothing more is delivered, ``send`` raises
+    (either order); a transport with ``send_decoded`` (``DecodedJsonTransport``) gets the
+    unknown-flow submit that way too; after ``close`` nothing more is delivered, ``send`` raises
     ``ConnectionLost`` and ``close`` may be called again. ``tool_call_id``s start with
     ``prefix``; the host must answer in ``timeout`` seconds.
     """
@@ -241,6 +244,19 @@ async def check_transport(
             raise TransportCheckFailed(
                 "unknown_flow", f"expected a flow_not_found rejection, got {verdict!r}"
             )
+        if isinstance(first, DecodedJsonTransport):  # the same submit as decoded JSON
+            rid = f"{prefix}-unknown-decoded"
+            fid = f"{prefix}:no-such-flow"
+            decoded = msgspec.to_builtins(_submit(rid, fid, "deploy", "yes"))
+            await first.send_decoded(decoded, rid, fid)
+            _, verdict, _ = await listener.expect(
+                "unknown_flow", f'the submit-result for "{rid}"', _result(rid), timeout
+            )
+            if not isinstance(verdict, SubmitRejection) or verdict.error != "flow_not_found":
+                raise TransportCheckFailed(
+                    "unknown_flow",
+                    f"expected a flow_not_found rejection of send_decoded(), got {verdict!r}",
+                )
         passed.append("unknown_flow")
 
         rid = f"{prefix}-accepted"

@@ -67,12 +67,14 @@ class PendingSubmit:
     def decide(self, verdict: SubmitResultEvent) -> None:
         if self.verdict is None:
             self.verdict = verdict
-            self._wake()
+            if self._waiters is not None:  # (nobody waits when the host answered inside send)
+                self._wake()
 
     def complete(self, completion: FlowCompleted) -> None:
         if self.ending is None:
             self.ending = completion
-            self._wake()
+            if self._waiters is not None:
+                self._wake()
 
     def lose(self, reason: ConnectionLostReason) -> None:
         """No verdict, or no completion after an acceptance, will come."""
@@ -135,6 +137,8 @@ def _expire(waiter: asyncio.Future[bool]) -> None:
         waiter.set_result(False)
 
 
+_RANDOM_BATCH = 16 * 64
+
 Closed: TypeAlias = PendingSubmit | Literal["completed", "session_ended"]
 """Why a flow cannot take a submit: accepted (waiting for ``completed``), completed, or gone."""
 
@@ -142,12 +146,16 @@ Closed: TypeAlias = PendingSubmit | Literal["completed", "session_ended"]
 class SubmitBook:
     """Waiters by request id, and the most recent ``memory`` flows that cannot take a submit."""
 
-    __slots__ = ("closed", "memory", "pending")
+    __slots__ = ("_random", "_used", "closed", "memory", "pending")
 
     def __init__(self, memory: int) -> None:
         self.memory = memory
         self.pending: dict[str, PendingSubmit] = {}
         self.closed: OrderedDict[FlowId, Closed] = OrderedDict()
+        # Random bytes for request ids, drawn from the OS a batch at a time (one system call
+        # per 64 ids instead of one per id); each id still takes 16 fresh bytes.
+        self._random = b""
+        self._used = 0
 
     def refuse_closed(self, flow_id: FlowId) -> None:
         """Raise when ``flow_id`` can no longer take a submit (nothing is sent)."""
@@ -164,7 +172,11 @@ class SubmitBook:
         """``request_id`` checked (free, non-empty, UTF-8 safe), or a fresh uuid4-based one."""
         if request_id is None:
             # 128 random bits, as hex (what uuid4().hex gives, minus its fixed bits, faster)
-            return f"{prefix}-{os.urandom(16).hex()}"
+            used = self._used
+            if used >= len(self._random):
+                self._random, used = os.urandom(_RANDOM_BATCH), 0
+            self._used = used + 16
+            return f"{prefix}-{self._random[used : used + 16].hex()}"
         if not isinstance(request_id, str) or not request_id:
             raise InvalidRequestId(str(request_id), "must be a non-empty string")
         if request_id in self.pending:

@@ -61,7 +61,7 @@ from .outcomes import (
     SubmitTimedOut,
 )
 from .responses import Response
-from .transports.base import EndReason, Transport, TransportFactory
+from .transports.base import DecodedJsonTransport, EndReason, Transport, TransportFactory
 
 __all__ = ["DEFAULT_TIMEOUT", "BridgeClient", "ClientStream"]
 
@@ -84,7 +84,17 @@ class _Listener:
         self._client = client
 
     def message(self, channel: str, data: object, *, replay: bool = False) -> None:
-        self._client._receive(channel, data, replay)
+        # BridgeClient._receive inline: this runs for every payload the host sends.
+        client = self._client
+        if client._state != "open":
+            return
+        if get_ident() != client._thread:
+            client._hand_over(client._receive, channel, data, replay)
+            return
+        try:
+            client._dispatch(channel, data, replay)
+        except Exception:  # a bug of ours must not take the transport down
+            log.exception("pi_ask_sdk: failed to handle a %s payload; skipped", channel)
 
     def ended(self, reason: EndReason) -> None:
         self._client._end(reason)
@@ -109,6 +119,11 @@ class BridgeClient:
         if completed_memory < 1:
             raise ValueError("completed_memory must be at least 1")
         self._transport = transport
+        # Submits go as decoded JSON, built straight from the response, when the transport
+        # takes them so (an in-process bus); else as a SubmitEvent.
+        self._send_decoded = (
+            transport.send_decoded if isinstance(transport, DecodedJsonTransport) else None
+        )
         self._prefix = request_id_prefix
         self._memory_size = completed_memory
         self._state: Literal["new", "open", "disconnected", "closed"] = "new"
@@ -219,9 +234,22 @@ class BridgeClient:
         (``FlowAlreadyAnswered`` / ``FlowAlreadyCompleted``), a flow dropped when the session
         ended (``ConnectionLost``). ``request_id`` defaults to a fresh uuid4-based id.
         """
-        ticket, payload = self._prepare(flow, response, request_id)
+        ticket = self._prepare(flow, response, request_id)
+        rid, flow_id = ticket.request_id, ticket.flow_id
         try:
-            await self._transport.send(payload)
+            send_decoded = self._send_decoded
+            if send_decoded is None:
+                await self._transport.send(
+                    SubmitEvent(request_id=rid, flow_id=flow_id, response=response.to_wire())
+                )
+            else:
+                payload = {
+                    "version": 1,
+                    "requestId": rid,
+                    "flowId": flow_id,
+                    "response": response.to_builtins(),
+                }  # = msgspec.to_builtins(SubmitEvent(...)): see tests/sdk/test_responses.py
+                await send_decoded(payload, rid, flow_id)
         except BaseException:
             self._book.disarm(ticket._pending)
             raise
@@ -280,22 +308,21 @@ class BridgeClient:
             return SubmitLost(flow.flow_id, "flow_completed")
         return await self.await_result(ticket, timeout=timeout)
 
-    def _prepare(
-        self, flow: FlowView, response: Response, request_id: str | None
-    ) -> tuple[SubmitTicket, SubmitEvent]:
-        """The checks made before sending, the armed waiter's ticket and the payload."""
-        self._require("submit")
+    def _prepare(self, flow: FlowView, response: Response, request_id: str | None) -> SubmitTicket:
+        """The checks made before sending, and the armed waiter's ticket."""
+        if self._state != "open":
+            self._require("submit")
         flow_id = flow.flow_id
         if response.flow_id != flow_id:
             raise FlowMismatch(flow_id, response.flow_id)
         book = self._book
-        book.refuse_closed(flow_id)
+        if flow_id in book.closed:
+            book.refuse_closed(flow_id)
         rid = book.request_id(self._prefix, request_id)
         loop = self._loop
         assert loop is not None  # set by open(), checked by _require
         pending = book.arm(self, rid, flow_id, loop)
-        ticket = SubmitTicket(rid, flow_id, response.kind, pending)
-        return ticket, SubmitEvent(request_id=rid, flow_id=flow_id, response=response.to_wire())
+        return SubmitTicket(rid, flow_id, response.kind, pending)
 
     # --- internals ---
 
@@ -358,11 +385,11 @@ class BridgeClient:
         if before is not None and (before.replay or replay) and before.same_form(view):
             return  # the live announcement of a form already replayed, or the reverse
         self._flow_streams.push(view)
-        if self._event_streams:
+        if self._event_streams._refs:  # (not bool(): a Python-level __bool__ costs a call)
             self._event_streams.push(FlowStarted(view))
 
     def _completed(self, event: CompletedEvent) -> None:
-        flow_id = FlowId(event.flow_id)
+        flow_id: FlowId = event.flow_id  # type: ignore[assignment]  # (FlowId() is a call)
         accepted = self._book.closed.get(flow_id)
         if accepted == "completed" and flow_id not in self._open:
             # A flow completes once; a repeated event (a host or relay emitting it twice) is
@@ -409,7 +436,7 @@ class BridgeClient:
             self._event_streams.push(end)
 
     def _publish(self, event: BridgeEvent) -> None:
-        if self._event_streams:
+        if self._event_streams._refs:
             self._event_streams.push(event)
 
 

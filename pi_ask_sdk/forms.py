@@ -24,7 +24,6 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from pi_ask_core import AskOption, AskQuestion, FlowSource, QuestionType, StartedEvent
-from pi_ask_core.answers import QuestionIndex
 
 from .errors import UnknownOption, UnknownQuestion
 
@@ -120,6 +119,7 @@ class _OptionValue(OptionValue):
 
 RULES: Final = "_rules"
 """Internal: the key of a ``QuestionView``'s ``QuestionIndex`` in its ``__dict__``."""
+_OPTIONS: Final = "_options"
 
 # ``str.__new__`` straight: no Python-level ``__new__`` call per id or value a view holds.
 _new_str: Final = str.__new__
@@ -129,12 +129,19 @@ def _question_id(text: str) -> QuestionId:
     return _QuestionId(text)
 
 
-def _option_value(text: str, question_id: QuestionId) -> OptionValue:
-    return _OptionValue(text, question_id)
+def _option_value(text: str, question_id: QuestionId) -> _OptionValue:
+    """``_OptionValue(text, question_id)`` without its Python-level ``__new__`` call."""
+    value = _new_str(_OptionValue, text)
+    value._question_id = question_id
+    return value
+
+
+# The views, responses and events below are ``gc=False``: immutable trees of strings, tuples and
+# one another, they can never be part of a reference cycle, and a bridge makes dozens per form.
 
 
 @final
-class DisplayText(msgspec.Struct, frozen=True):
+class DisplayText(msgspec.Struct, frozen=True, gc=False):
     """Text for display only (a label, prompt, title, description, preview or marker).
 
     Not a ``str``, so it can never be compared with a string or passed as a value under mypy
@@ -157,7 +164,7 @@ def _display(value: str | UnsetType) -> DisplayText | None:
 RECOMMENDED: DisplayText = DisplayText("recommended")
 
 
-class OptionView(msgspec.Struct, frozen=True):
+class OptionView(msgspec.Struct, frozen=True, gc=False):
     """One option of a question. Only ``value`` is ever sent; the rest is for display."""
 
     question_id: QuestionId
@@ -177,7 +184,7 @@ class OptionView(msgspec.Struct, frozen=True):
         description, preview = option.description, option.preview
         return cls(
             question_id=question_id,
-            value=_OptionValue(option.value, question_id),
+            value=_option_value(option.value, question_id),
             label=DisplayText(option.label),
             position=position,
             description=None if description is UNSET else DisplayText(description),
@@ -199,30 +206,35 @@ class QuestionView(msgspec.Struct, frozen=True, dict=True):
     type: QuestionType
     requested_type: QuestionType
     required: bool
-    options: tuple[OptionView, ...]
-    # ``dict=True``: room for the host's lookup table for the question (``RULES``), which
-    # ``AnswerBuilder`` checks answers against; not a field, so never compared or encoded.
+    _wire: tuple[AskOption, ...]
+    # The started event's own (immutable) options. ``options`` (the ``OptionView``s) and the
+    # host's lookup table (``RULES``, what ``AnswerBuilder`` checks answers against) are made
+    # from them on first use and kept in ``__dict__`` (``dict=True``; not fields, so never
+    # compared or encoded): a bridge that only answers never pays for views of every option.
 
     @classmethod
     def from_wire(cls, question: AskQuestion) -> QuestionView:
-        qid = _new_str(_QuestionId, question.id)
-        view = cls(
-            qid,
+        return cls(
+            _new_str(_QuestionId, question.id),
             DisplayText(question.label),
             DisplayText(question.prompt),
             question.type,
             question.requested,
             question.required,
-            tuple(
-                [
-                    OptionView.from_wire(qid, option, position)
-                    for position, option in enumerate(question.options, start=1)
-                ]
-            ),
+            tuple(question.options),
         )
-        # The host's own lookup table for this question: AnswerBuilder runs the host's rules on it.
-        view.__dict__[RULES] = QuestionIndex(question)
-        return view
+
+    @property
+    def options(self) -> tuple[OptionView, ...]:
+        """The options, in the form's order."""
+        cache = self.__dict__
+        options: tuple[OptionView, ...] | None = cache.get(_OPTIONS)
+        if options is None:
+            qid, from_wire = self.id, OptionView.from_wire
+            options = cache[_OPTIONS] = tuple(
+                [from_wire(qid, option, position) for position, option in enumerate(self._wire, 1)]
+            )
+        return options
 
     @property
     def multi(self) -> bool:
@@ -238,26 +250,41 @@ class QuestionView(msgspec.Struct, frozen=True, dict=True):
 
         A label never matches, even when no option has that value.
         """
-        # A linear scan: forms have a handful of options, and no index keeps the view a plain,
-        # cheap-to-create Struct.
+        # A linear scan: forms have a handful of options.
         if isinstance(value, str):
             for option in self.options:
                 if option.value == value:
                     return option
-        # A label passed by mistake is named by its text (as the bridge shows it), not its repr.
-        passed: object = value  # untyped callers can pass a label despite the annotation
-        shown = passed.text if isinstance(passed, DisplayText) else passed
-        raise UnknownOption(self.id, shown if isinstance(shown, str) else repr(shown), self.values)
+        raise self._unknown(value)
 
     def value(self, value: str) -> OptionValue:
         """This question's ``OptionValue`` that is exactly ``value``; ``UnknownOption`` if none."""
-        return self.option(value).value
+        # From the wire options: no OptionView is made for a value looked up by name.
+        if isinstance(value, str):
+            for option in self._wire:
+                if option.value == value:
+                    found = _new_str(_OptionValue, option.value)  # _option_value() inline
+                    found._question_id = self.id
+                    return found
+        raise self._unknown(value)
 
     def has_value(self, value: str) -> bool:
-        return any(option.value == value for option in self.options)
+        return any(option.value == value for option in self._wire)
+
+    def _unknown(self, value: object) -> UnknownOption:
+        # A label passed by mistake is named by its text (as the bridge shows it), not its repr.
+        shown = value.text if isinstance(value, DisplayText) else value
+        return UnknownOption(self.id, shown if isinstance(shown, str) else repr(shown), self.values)
+
+    def __repr__(self) -> str:
+        return (
+            f"QuestionView(id={str(self.id)!r}, label={self.label!r}, prompt={self.prompt!r}, "
+            f"type={self.type!r}, requested_type={self.requested_type!r}, "
+            f"required={self.required!r}, options={self.options!r})"
+        )
 
 
-class FlowView(msgspec.Struct, frozen=True):
+class FlowView(msgspec.Struct, frozen=True, gc=False):
     """A started form, as a bridge sees it.
 
     ``replay`` is true when the transport announced a form that was already open when the
@@ -274,14 +301,33 @@ class FlowView(msgspec.Struct, frozen=True):
 
     @classmethod
     def from_started(cls, event: StartedEvent, *, replay: bool = False) -> FlowView:
-        tool_call_id, title, from_wire = event.tool_call_id, event.title, QuestionView.from_wire
+        tool_call_id, title, view, question_id = (
+            event.tool_call_id,
+            event.title,
+            QuestionView,
+            _QuestionId,
+        )
+        # QuestionView.from_wire inline (one Python call less per question).
         return cls(
-            FlowId(event.flow_id),
+            event.flow_id,  # type: ignore[arg-type]  # a FlowId (FlowId() costs a call)
             None if tool_call_id is UNSET else tool_call_id,
             event.source,
             None if title is UNSET else DisplayText(title),
             event.created_at,
-            tuple([from_wire(question) for question in event.questions]),
+            tuple(
+                [
+                    view(
+                        _new_str(question_id, q.id),
+                        DisplayText(q.label),
+                        DisplayText(q.prompt),
+                        q.type,
+                        q.type if q.requested_type is UNSET else q.requested_type,
+                        q.required,
+                        tuple(q.options),
+                    )
+                    for q in event.questions
+                ]
+            ),
             replay,
         )
 

@@ -38,8 +38,12 @@ LostReason = Literal["session_ended", "disconnected", "closed", "flow_completed"
 (with nothing sent) the flow had already completed, e.g. answered in Pi meanwhile."""
 
 
+# The events are ``gc=False``: immutable trees of views and results that never refer back, so
+# never part of a reference cycle. (Tickets and outcomes are not: a ticket refers to its client.)
+
+
 @final
-class FlowStarted(msgspec.Struct, frozen=True):
+class FlowStarted(msgspec.Struct, frozen=True, gc=False):
     """A form opened (or, with ``flow.replay``, was already open when the client connected)."""
 
     flow: FlowView
@@ -47,7 +51,7 @@ class FlowStarted(msgspec.Struct, frozen=True):
 
 
 @final
-class FlowCompleted(msgspec.Struct, frozen=True):
+class FlowCompleted(msgspec.Struct, frozen=True, gc=False):
     """A form resolved: answered, elaborated or cancelled (``result.cancelled``).
 
     ``flow`` is the started form when this client saw it; ``None`` when ``completed`` arrived
@@ -64,7 +68,7 @@ class FlowCompleted(msgspec.Struct, frozen=True):
 
 
 @final
-class SessionEnded(msgspec.Struct, frozen=True):
+class SessionEnded(msgspec.Struct, frozen=True, gc=False):
     """The Pi session ended or the connection dropped: every open flow is gone, without
     ``completed``. After ``disconnected`` the client's streams end."""
 

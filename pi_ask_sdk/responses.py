@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Iterator, Mapping
-from typing import Final, Literal, TypeAlias, cast, final
+from typing import Final, Literal, TypeAlias, final
 
 import msgspec
 from msgspec import UNSET
@@ -70,8 +70,11 @@ __all__ = [
 ]
 
 
+# ``gc=False``: immutable trees of strings and tuples, never part of a reference cycle.
+
+
 @final
-class QuestionAnswer(msgspec.Struct, frozen=True):
+class QuestionAnswer(msgspec.Struct, frozen=True, gc=False):
     """The answer to one question. ``option_notes`` pairs are (option value, note)."""
 
     values: tuple[OptionValue, ...] = ()
@@ -83,9 +86,9 @@ class QuestionAnswer(msgspec.Struct, frozen=True):
         values = self.values
         if self.custom_text is None and self.note is None and not self.option_notes:
             # The common shape: values only (fewer keywords to parse).
-            return RemoteAnswer(values=[str(value) for value in values]) if values else _EMPTY
+            return RemoteAnswer(values=list(map(str, values))) if values else _EMPTY
         return RemoteAnswer(
-            values=[str(value) for value in self.values] if self.values else UNSET,
+            values=list(map(str, values)) if values else UNSET,
             custom_text=UNSET if self.custom_text is None else self.custom_text,
             note=UNSET if self.note is None else self.note,
             option_notes=(
@@ -112,7 +115,7 @@ class QuestionAnswer(msgspec.Struct, frozen=True):
 _EMPTY: Final = RemoteAnswer()
 
 
-class Answer(msgspec.Struct, frozen=True):
+class Answer(msgspec.Struct, frozen=True, gc=False):
     """An answer for one flow, made only by ``AnswerBuilder.build()`` (so it was checked
     against the form). It replaces the host's whole answer set: questions not listed end up
     unanswered."""
@@ -134,9 +137,36 @@ class Answer(msgspec.Struct, frozen=True):
         return next((answer for qid, answer in self.answers if qid == question_id), None)
 
     def to_wire(self) -> AnswerResponse:
-        return AnswerResponse(
-            mode=self.mode, answers={str(qid): answer.to_wire() for qid, answer in self.answers}
-        )
+        answers: dict[str, RemoteAnswer] = {}
+        for qid, answer in self.answers:  # a plain loop: cheaper than a comprehension for a few
+            values = answer.values
+            if (
+                values
+                and answer.custom_text is None
+                and answer.note is None
+                and not answer.option_notes
+            ):  # the common shape, without a call
+                answers[str(qid)] = RemoteAnswer(values=list(map(str, values)))
+            else:
+                answers[str(qid)] = answer.to_wire()
+        return AnswerResponse(mode=self.mode, answers=answers)
+
+    def to_builtins(self) -> dict[str, object]:
+        """``msgspec.to_builtins(self.to_wire())``, built directly (what an in-process
+        transport emits; ``tests/sdk/test_responses.py`` holds the two to the same result)."""
+        answers: dict[str, object] = {}
+        for qid, answer in self.answers:
+            values = answer.values
+            if (
+                values
+                and answer.custom_text is None
+                and answer.note is None
+                and not answer.option_notes
+            ):  # the common shape, without a call
+                answers[str(qid)] = {"values": list(map(str, values))}
+            else:
+                answers[str(qid)] = answer.to_builtins()
+        return {"kind": "answer", "mode": self.mode, "answers": answers}
 
 
 @final
@@ -152,7 +182,7 @@ def _answer(
 
 
 @final
-class Cancel(msgspec.Struct, frozen=True):
+class Cancel(msgspec.Struct, frozen=True, gc=False):
     """An explicit cancel of one flow: the only way the SDK ever sends ``kind: "cancel"``."""
 
     flow_id: FlowId
@@ -164,6 +194,10 @@ class Cancel(msgspec.Struct, frozen=True):
 
     def to_wire(self) -> CancelResponse:
         return CancelResponse()
+
+    def to_builtins(self) -> dict[str, object]:
+        """``msgspec.to_builtins(self.to_wire())``."""
+        return {"kind": "cancel"}
 
 
 Response: TypeAlias = Answer | Cancel
@@ -178,24 +212,17 @@ class _Draft(msgspec.Struct, gc=False):
     note: str | None = None
     option_notes: dict[OptionValue, str] | None = None
 
-    def freeze(self) -> QuestionAnswer:
-        notes = self.option_notes
-        return QuestionAnswer(
-            self.values, self.custom_text, self.note, tuple(notes.items()) if notes else ()
-        )
-
 
 def _rules(view: QuestionView) -> QuestionIndex:
-    """The host's lookup table for a question: the one its view was made with, or (for a view
-    made by hand) one built from the view on first use and kept on it (views are immutable)."""
+    """The host's lookup table for a question (value -> label and 1-based position), built
+    from its view's wire options on first use and kept on the view (views are immutable)."""
     cache = view.__dict__
     index: QuestionIndex | None = cache.get(RULES)
     if index is None:
-        index = cache[RULES] = QuestionIndex.of(
-            str(view.id),
-            view.type,
-            {option.value: (option.label.text, option.position) for option in view.options},
-        )
+        options: dict[str, tuple[str, int]] = {}
+        for position, option in enumerate(view._wire, 1):  # cheaper than a comprehension
+            options[option.value] = (option.label, position)
+        index = cache[RULES] = QuestionIndex.of(str(view.id), view.type, options)
     return index
 
 
@@ -242,6 +269,9 @@ class AnswerBuilder:
         return text
 
     def _question(self, method: str, question: QuestionView | QuestionId) -> QuestionView:
+        for found in self._flow.questions:  # the common case: one of this form's own views
+            if found is question:
+                return found
         if isinstance(question, QuestionView):
             found = self._flow.question(question.id)  # raises UnknownQuestion
             if found is not question and found != question:
@@ -278,8 +308,13 @@ class AnswerBuilder:
     # --- the host's checks ---
     #
     # A kept draft always passes every rule, so a call checks only the rules that involve what
-    # it changes, in the host's order (the JSON-type rules cannot fail: arguments are typed and
-    # checked). A call that raises changes nothing.
+    # it changes, in the host's order, and only those that can fail: the JSON-type rules cannot
+    # (arguments are typed and checked); nor can P2-P3 for one value (the host skips them too);
+    # nor P9/P10 (unknown value, unknown option note) for a value this very question view
+    # handed out (own: its ``_question_id`` *is* the view's id object, which no other view
+    # shares), since a view hands out only its own option values. A value from anywhere else
+    # (another flow's view of the same form, a pickled copy) is checked. A call that raises
+    # changes nothing.
 
     @staticmethod
     def _refuse(view: QuestionView, problem: AnswerProblem) -> InvalidResponse:
@@ -298,28 +333,34 @@ class AnswerBuilder:
         """
         view = self._question("select", question)
         qid = view.id
+        own = True  # every value was handed out by this very view (see "the host's checks")
         for option in options:
-            if type(option) is not _OptionValue or option._question_id != qid:
-                value = self._value
-                values = tuple([value("select", "options", view, o) for o in options])
-                break
+            if type(option) is not _OptionValue or option._question_id is not qid:
+                own = False
+                if type(option) is not _OptionValue or option._question_id != qid:
+                    value = self._value
+                    values = tuple([value("select", "options", view, o) for o in options])
+                    break
         else:  # the common case: this question's own OptionValues (no call per value)
-            values = cast("tuple[OptionValue, ...]", options)
+            values = options  # type: ignore[assignment]  # all OptionValues, checked above
         drafts = self._drafts
         draft = drafts.get(qid)
-        if values:
-            index = _rules(view)
+        if values and (
+            not own or len(values) > 1 or (draft is not None and draft.custom_text is not None)
+        ):
+            index = view.__dict__.get(RULES) or _rules(view)
             problem = check_values(index.id, values, index)
             if problem is None and draft is not None:
                 problem = check_custom_text(index.id, draft.custom_text, True, index)
-            if problem is None:
+            if problem is None and not own:
                 selections = check_selections(index.id, values, index)
                 problem = selections if isinstance(selections, AnswerProblem) else None
             if problem is not None:
                 raise self._refuse(view, problem)
         if draft is None:
-            draft = drafts[qid] = _Draft()
-        draft.values = values
+            drafts[qid] = _Draft(values)
+        else:
+            draft.values = values
         return self
 
     def custom_text(self, question: QuestionView | QuestionId, text: str) -> Self:
@@ -341,12 +382,14 @@ class AnswerBuilder:
     def note(self, question: QuestionView | QuestionId, text: str) -> Self:
         """A note on the question (clarification context; in ``elaborate`` mode, a request)."""
         view = self._question("note", question)
-        if not isinstance(text, str):
+        if type(text) is not str and not isinstance(text, str):
             raise InvalidArgument("note", "text", "a str", text)
+        note = None if is_blank(text) else text
         draft = self._drafts.get(view.id)
         if draft is None:
-            draft = self._drafts[view.id] = _Draft()
-        draft.note = None if is_blank(text) else text
+            self._drafts[view.id] = _Draft(note=note)
+        else:
+            draft.note = note
         return self
 
     def option_note(
@@ -359,20 +402,21 @@ class AnswerBuilder:
             if type(option) is _OptionValue and option._question_id == view.id
             else self._value("option_note", "option", view, option)
         )
-        if not isinstance(text, str):
+        if type(text) is not str and not isinstance(text, str):
             raise InvalidArgument("option_note", "text", "a str", text)
         draft = self._drafts.get(view.id)
         if is_blank(text):
             if draft is not None and draft.option_notes is not None:
                 draft.option_notes.pop(value, None)
             return self
-        index = _rules(view)
-        problem = check_option_notes(index.id, {value: text}, index)
-        if isinstance(problem, AnswerProblem):
-            raise self._refuse(view, problem)
+        if type(value) is not _OptionValue or value._question_id is not view.id:  # not own
+            index = view.__dict__.get(RULES) or _rules(view)
+            problem = check_option_notes(index.id, {value: text}, index)
+            if isinstance(problem, AnswerProblem):
+                raise self._refuse(view, problem)
         if draft is None:
-            draft = self._drafts[view.id] = _Draft()
-        if draft.option_notes is None:
+            self._drafts[view.id] = _Draft(option_notes={value: text})
+        elif draft.option_notes is None:
             draft.option_notes = {value: text}
         else:
             draft.option_notes[value] = text
@@ -384,11 +428,16 @@ class AnswerBuilder:
         return self
 
     def build(self) -> Answer:
-        return _BuiltAnswer(
-            self._flow.flow_id,
-            tuple([(qid, draft.freeze()) for qid, draft in self._drafts.items()]),
-            self._mode,
-        )
+        answer = QuestionAnswer
+        answers = []
+        for qid, d in self._drafts.items():  # a plain loop: cheaper than a comprehension
+            notes = d.option_notes
+            answers.append(
+                (qid, answer(d.values, d.custom_text, d.note, tuple(notes.items())))
+                if notes
+                else (qid, answer(d.values, d.custom_text, d.note))
+            )
+        return _BuiltAnswer(self._flow.flow_id, tuple(answers), self._mode)
 
 
 # --- explicit approval mappings -----------------------------------------------------------------

@@ -10,13 +10,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .base import EndReason, Transport, TransportFactory, TransportListener
+from .base import (
+    DecodedJsonTransport,
+    EndReason,
+    Transport,
+    TransportFactory,
+    TransportListener,
+)
 from .memory import MemoryTransport
 
 if TYPE_CHECKING:
     from .relay import RelayTransport
 
 __all__ = [
+    "DecodedJsonTransport",
     "EndReason",
     "MemoryTransport",
     "RelayTransport",

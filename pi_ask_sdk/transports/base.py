@@ -19,16 +19,27 @@ Contract:
   (``submit-result`` and ``completed`` delivered before ``send`` returns); the client has armed
   its waiter first. Raise ``ConnectionLost`` when the submit cannot be delivered.
 * ``close()`` stops delivery; after it the listener is not called again. It is idempotent.
+* Optionally (``DecodedJsonTransport``), ``send_decoded(payload, request_id, flow_id)``: the
+  same submit as decoded JSON (what ``msgspec.to_builtins`` makes of the ``SubmitEvent``), for
+  a transport whose host takes decoded JSON (an in-process bus, where a bridge on
+  ``pi.events`` emits a plain object). The client then builds that object straight from the
+  response instead of a ``SubmitEvent`` the transport would convert. Same rules as ``send``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal, Protocol
+from typing import Literal, Protocol, runtime_checkable
 
 from pi_ask_core import SubmitEvent
 
-__all__ = ["EndReason", "Transport", "TransportFactory", "TransportListener"]
+__all__ = [
+    "DecodedJsonTransport",
+    "EndReason",
+    "Transport",
+    "TransportFactory",
+    "TransportListener",
+]
 
 EndReason = Literal["session_ended", "disconnected"]
 
@@ -49,6 +60,16 @@ class Transport(Protocol):
     async def send(self, payload: SubmitEvent) -> None: ...
 
     async def close(self) -> None: ...
+
+
+@runtime_checkable
+class DecodedJsonTransport(Transport, Protocol):
+    """A ``Transport`` that also takes a submit as decoded JSON (see the module docstring);
+    ``BridgeClient`` uses ``send_decoded`` when its transport has it."""
+
+    async def send_decoded(
+        self, payload: dict[str, object], request_id: str, flow_id: str
+    ) -> None: ...
 
 
 TransportFactory = Callable[[], Transport]

@@ -3,16 +3,18 @@ naming the check, on transports that break the contract."""
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
 from pi_ask_core import STARTED, SubmitEvent
-from pi_ask_sdk import MemoryTransport
+from pi_ask_sdk import AnswerBuilder, BridgeClient, MemoryTransport, SubmitAccepted
 from pi_ask_sdk.testing import (
     CHECKS,
     AskParams,
     FakeHost,
     TransportCheckFailed,
     check_transport,
+    yes_no_params,
 )
 from pi_ask_sdk.transports.base import TransportListener
 
@@ -80,3 +82,38 @@ async def test_a_broken_transport_fails_the_check_it_breaks(
     with pytest.raises(TransportCheckFailed) as caught:
         await check_transport(lambda: kind(host.bus, host.host), open_form, timeout=TIMEOUT)
     assert caught.value.check == check
+
+
+class _Recording(MemoryTransport):
+    """A subclass that watches submits by overriding send() only."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.sent: list[SubmitEvent] = []
+
+    async def send(self, payload: SubmitEvent) -> None:
+        self.sent.append(payload)
+        await super().send(payload)
+
+
+@pytest.mark.asyncio
+async def test_a_subclass_that_overrides_send_still_sees_every_submit() -> None:
+    # The client hands MemoryTransport submits as decoded JSON (send_decoded); an override of
+    # send() must not be bypassed by that shortcut.
+    host = FakeHost()
+    transport = _Recording(host.bus, host.host)
+    async with BridgeClient(transport) as client:
+        host.open(yes_no_params(), tool_call_id="c1")
+        flow = await client.flows().next(timeout=TIMEOUT)
+        deploy = flow.question("deploy")
+        answer = AnswerBuilder(flow).select(deploy, deploy.value("yes")).build()
+        outcome = await client.respond(flow, answer, timeout=TIMEOUT)
+    assert isinstance(outcome, SubmitAccepted)
+    assert [(p.request_id, p.flow_id) for p in transport.sent] == [
+        (outcome.ticket.request_id, "tool:c1")
+    ]
+    assert msgspec.to_builtins(transport.sent[0].response) == {
+        "kind": "answer",
+        "mode": "submit",
+        "answers": {"deploy": {"values": ["yes"]}},
+    }

@@ -22,6 +22,7 @@ from pi_ask_sdk import (
     InvalidArgument,
     InvalidResponse,
     QuestionAnswer,
+    Response,
     SelectOption,
     UnknownOption,
     UnknownQuestion,
@@ -406,3 +407,41 @@ def test_mapping_refuses_non_actions() -> None:
     with pytest.raises(InvalidArgument) as caught:
         SelectOption("yes")  # type: ignore[arg-type]
     assert caught.value.argument == "value"
+
+
+def test_values_of_another_view_of_the_same_form_are_checked_and_taken(flow: FlowView) -> None:
+    # Not handed out by this flow's own view, so the host's rules run on them (and pass).
+    again = view_of(MULTI_FORM, tool_call_id="plan")
+    targets = again.question("targets")
+    eu, asia = targets.value("eu"), targets.value("asia")
+    answer = (
+        AnswerBuilder(flow)
+        .select(flow.question("targets"), eu, asia)
+        .option_note(flow.question("targets").id, asia, "later")
+        .build()
+    )
+    assert answer.get("targets") == QuestionAnswer((eu, asia), None, None, ((asia, "later"),))
+
+
+def test_to_builtins_is_the_wire_as_decoded_json_in_the_same_order(flow: FlowView) -> None:
+    # What an in-process transport emits (BridgeClient builds it with to_builtins) must be
+    # exactly what the SubmitEvent it replaces would encode to, key order included.
+    deploy, targets = flow.question("deploy"), flow.question("targets")
+    eu, us = targets.value("eu"), targets.value("us")
+    responses: list[Response] = [
+        AnswerBuilder(flow).build(),
+        AnswerBuilder(flow).select(deploy, deploy.value("yes")).build(),
+        AnswerBuilder(flow).custom_text(deploy, "later").note(deploy, "why").build(),
+        AnswerBuilder(flow, mode="elaborate").note(targets, "which?").build(),
+        AnswerBuilder(flow)
+        .select(targets, us, eu)
+        .custom_text(targets, "mars")
+        .option_note(targets, eu, "first")
+        .select(deploy, deploy.value("no"))
+        .build(),
+        Cancel.of(flow),
+    ]
+    for response in responses:
+        wire = msgspec.json.encode(response.to_wire())
+        assert msgspec.json.encode(response.to_builtins()) == wire
+        assert response.to_builtins() == msgspec.to_builtins(response.to_wire())
