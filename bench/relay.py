@@ -19,8 +19,13 @@ on in every process. One run prints:
   it; bench/sdk.py times the builder). The forms are opened beforehand, untimed. The SDK and
   floor processes take turns over several rounds (the order alternating), one at a time, so
   neither is connected while the other measures or sees the other's broadcasts; each starts with
-  untimed warm-up submits. (Both sides get a fresh process: in trials a floor in a fresh
-  process measured slower than the same code in the long-lived benchmark process.)
+  ``WARM_PER_FORM`` untimed warm-up submits per form (2,500 in all), so each measures a bridge's
+  steady state. (Both sides get a fresh process: in trials a floor in a fresh process measured
+  slower than the same code in the long-lived benchmark process; with 200 warm-up submits the
+  floor still measured ~0.1 ms slower at p50 than after 2,500.) The "gc" line shows the
+  collections inside the timed round trips: with 200 warm-up submits each SDK process had a
+  gen-1 collection of 2-4 ms there, triggered by ``unchecked_answer`` leaving one gen-0 count
+  per call for a fresh process's first ~2,000 calls (``tuple(<generator>)``, since fixed).
 * Pi cold start to the first RPC response with and without the relay loaded, several runs each
   (alternating, shared warm TMPDIR), medians.
 
@@ -41,12 +46,14 @@ import time
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import msgspec  # noqa: E402
+from relay_gc import GcWatch  # noqa: E402  (bench/, this script's directory)
 
 from pi_ask_core import SubmitEvent  # noqa: E402
 from pi_ask_sdk import BridgeClient, FlowView, SubmitRejected  # noqa: E402
@@ -67,6 +74,8 @@ EMIT = b'{"type":"emit","channel":"pi-agent-ask:submit","data":'
 P50_RATIO_TARGET = 1.3
 P99_TARGET_MS = 1.0
 COLD_START_TARGET = 1.10
+WARM_PER_FORM = 125
+"""Untimed warm-up submits per form (x ``FORMS`` = 2,500) in each measuring process."""
 
 
 def percentile(samples: list[float], q: float) -> float:
@@ -88,7 +97,9 @@ async def replayed_flows(client: BridgeClient, ids: list[str]) -> list[FlowView]
     return [views[i] for i in ids]
 
 
-async def sdk_round(client: BridgeClient, flows: list[FlowView], per_form: int) -> list[float]:
+async def sdk_round(
+    client: BridgeClient, flows: list[FlowView], per_form: int, starts: list[float]
+) -> list[float]:
     out: list[float] = []
     clock = time.perf_counter
     for flow in flows:
@@ -96,17 +107,21 @@ async def sdk_round(client: BridgeClient, flows: list[FlowView], per_form: int) 
             start = clock()
             outcome = await client.respond(flow, invalid_answer(flow), timeout=5)
             out.append(clock() - start)
+            starts.append(start)
             if not isinstance(outcome, SubmitRejected) or outcome.error != "invalid_answer":
                 raise RuntimeError(f"expected an invalid_answer refusal, got {outcome!r}")
     return out
 
 
-async def sdk_phase(socket: Path, ids: list[str], warm: int, per_form: int) -> list[float]:
+async def sdk_phase(socket: Path, ids: list[str], warm: int, per_form: int) -> dict[str, object]:
     """Connect, warm up untimed, time ``per_form`` submits per form, disconnect."""
     async with BridgeClient(RelayTransport(socket)) as client:
         flows = await replayed_flows(client, ids)
-        await sdk_round(client, flows, warm)
-        return await sdk_round(client, flows, per_form)
+        await sdk_round(client, flows, warm, [])
+        starts: list[float] = []
+        with GcWatch() as watch:  # the same instrumentation as the floor's
+            samples = await sdk_round(client, flows, per_form, starts)
+        return {"samples": samples, "gc": watch.report(starts, samples)}
 
 
 async def views_of(socket: Path, ids: list[str]) -> list[FlowView]:
@@ -131,8 +146,34 @@ def floor_lines(flows: list[FlowView], per_form: int, prefix: str) -> list[str]:
     return lines
 
 
-def run_worker(args: list[str], job: Mapping[str, object], expected: int) -> list[float]:
-    """Run one measuring process (``python <args>`` reading ``job`` on stdin); its samples."""
+class Side:
+    """One side's timed round trips (seconds) and GC figures, over its measuring processes."""
+
+    def __init__(self) -> None:
+        self.samples: list[float] = []
+        self.gc: list[dict[str, Any]] = []
+
+    def gc_line(self) -> str:
+        """Collections (gen 0/1/2) inside the timed round trips, their pauses, how many of the
+        slowest 1% of round trips held one, the gen-0 count each round trip leaves, and the
+        process's CPU time per round trip."""
+        gens = [sum(int(g["collections"][i]) for g in self.gc) for i in range(3)]
+        total = sum(float(g["pause_ms"]) for g in self.gc)
+        longest = max((float(g["max_pause_ms"]) for g in self.gc), default=0.0)
+        slow = sum(int(g["slowest_1pct_with_gc"]) for g in self.gc)
+        slowest = sum(int(g["slowest_1pct"]) for g in self.gc)
+        net = statistics.mean(float(g["gen0_per_rt"]) for g in self.gc) if self.gc else 0
+        cpu = statistics.mean(float(g["cpu_us_per_rt"]) for g in self.gc) if self.gc else 0
+        return (
+            f"gc {gens[0]}/{gens[1]}/{gens[2]}  pause {total:.2f} max {longest:.3f}"
+            f"  slowest 1%: {slow}/{slowest} with gc  gen0 {net:+.1f}/rt"
+            f"  cpu/rt {cpu:.0f} us"
+        )
+
+
+def run_worker(args: list[str], job: Mapping[str, object], expected: int, side: Side) -> None:
+    """Run one measuring process (``python <args>`` reading ``job`` on stdin); add its figures
+    to ``side``."""
     done = subprocess.run(
         [sys.executable, *args],
         input=json.dumps(job),
@@ -144,20 +185,21 @@ def run_worker(args: list[str], job: Mapping[str, object], expected: int) -> lis
     )
     if done.returncode != 0:
         raise RuntimeError(f"the measuring process {args} failed:\n{done.stderr}")
-    samples = json.loads(done.stdout)
+    result = json.loads(done.stdout)
+    samples = result.get("samples") if isinstance(result, dict) else None
     if not isinstance(samples, list) or len(samples) != expected:
         raise RuntimeError(f"the measuring process {args} reported {done.stdout[:200]!r}")
-    return [float(s) for s in samples]
+    side.samples += [float(s) for s in samples]
+    side.gc.append(result["gc"])
 
 
-def latency(pi: PiProcess, submits: int, warm: int, rounds: int) -> tuple[list[float], list[float]]:
+def latency(pi: PiProcess, submits: int, warm: int, rounds: int) -> tuple[Side, Side]:
     ids = [pi.open_form(single_question()) for _ in range(FORMS)]
     try:
         flows = asyncio.run(views_of(pi.socket_path, ids))
         per_form = max(1, -(-submits // (rounds * FORMS)))
         socket = str(pi.socket_path)
-        sdk: list[float] = []
-        floor: list[float] = []
+        sdk, floor = Side(), Side()
         for n in range(rounds):
             sdk_job = {"socket": socket, "ids": ids, "warm": warm, "per_form": per_form}
             floor_job = {
@@ -168,9 +210,9 @@ def latency(pi: PiProcess, submits: int, warm: int, rounds: int) -> tuple[list[f
             # One process at a time, never both connected; which goes first alternates.
             for side in ("sdk", "floor") if n % 2 == 0 else ("floor", "sdk"):
                 if side == "sdk":
-                    sdk += run_worker([__file__, "--sdk-worker"], sdk_job, per_form * FORMS)
+                    run_worker([__file__, "--sdk-worker"], sdk_job, per_form * FORMS, sdk)
                 else:
-                    floor += run_worker([str(FLOOR)], floor_job, per_form * FORMS)
+                    run_worker([str(FLOOR)], floor_job, per_form * FORMS, floor)
         return sdk, floor
     finally:
         for flow_id in ids:
@@ -178,12 +220,12 @@ def latency(pi: PiProcess, submits: int, warm: int, rounds: int) -> tuple[list[f
 
 
 def sdk_worker() -> int:
-    """The SDK side's measuring process (``--sdk-worker``): a job on stdin, samples on stdout."""
+    """The SDK side's measuring process (``--sdk-worker``): a job on stdin, figures on stdout."""
     job = json.load(sys.stdin)
-    samples = asyncio.run(
+    result = asyncio.run(
         sdk_phase(Path(job["socket"]), list(job["ids"]), int(job["warm"]), int(job["per_form"]))
     )
-    print(json.dumps(samples))
+    print(json.dumps(result))
     return 0
 
 
@@ -217,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.sdk_worker:
         return sdk_worker()
     submits, starts, warm, rounds = (
-        (80, 1, 1, 2) if args.quick else (args.submits, args.starts, 10, 8)
+        (80, 1, 1, 2) if args.quick else (args.submits, args.starts, WARM_PER_FORM, 8)
     )
     env = pi_env("legacy" if args.legacy else "current")
     print(f"Pi {env.version} ({env.flavour}), node {env.node}")
@@ -226,7 +268,8 @@ def main(argv: list[str] | None = None) -> int:
         base = Path(tmp)
         shared = base / "tmp"
         with running_pi(env, base / "lat", shared_tmp=shared) as pi:
-            sdk, floor = latency(pi, submits, warm, rounds)
+            sides = latency(pi, submits, warm, rounds)
+        sdk, floor = sides[0].samples, sides[1].samples
         p50s, p99s = percentile(sdk, 0.5) * 1e3, percentile(sdk, 0.99) * 1e3
         p50f, p99f = percentile(floor, 0.5) * 1e3, percentile(floor, 0.99) * 1e3
         ratio = p50s / p50f
@@ -234,6 +277,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"round trip, {len(sdk)} submits each, GC on (ms):")
         print(f"  SDK  (respond via BridgeClient/RelayTransport)  p50 {p50s:.3f}  p99 {p99s:.3f}")
         print(f"  floor (bare asyncio, own process, same bytes)   p50 {p50f:.3f}  p99 {p99f:.3f}")
+        print(f"  gc during the timed round trips: SDK   {sides[0].gc_line()}")
+        print(f"                                   floor {sides[1].gc_line()}")
         print(
             f"  SDK/floor p50 ratio {ratio:.2f} (target <= {P50_RATIO_TARGET}) "
             f"{verdict(ratio_ok)}; "

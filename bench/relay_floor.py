@@ -5,9 +5,10 @@ Run by ``bench/relay.py`` only (``python bench/relay_floor.py < job.json``). It 
 newline-terminated ``emit`` of a submit, with its ``requestId``), connects with its own event
 loop, waits for the relay's hello, sends the warm-up lines untimed, then times each line: write
 it, read lines (an ``asyncio.Protocol``, the leanest asyncio client; ``StreamReader`` is slower
-than the SDK's own protocol) until the ``submit-result`` carrying its ``requestId``. It prints the
-seconds of each timed round trip as a JSON list. Nothing else runs in this process (no SDK, no
-harness threads), and GC stays on, as in the SDK's process.
+than the SDK's own protocol) until the ``submit-result`` carrying its ``requestId``. Nothing
+else runs in this process (no SDK, no harness threads), and GC stays on, as in the SDK's
+process. It prints ``{"samples": [seconds, ...], "gc": {...}}``: the timed round trips and the
+collections that fell in them (``relay_gc.GcWatch``, the same instrumentation as the SDK's).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import asyncio
 import json
 import sys
 import time
+
+from relay_gc import GcWatch
 
 TIMEOUT = 10.0
 """Seconds for connecting and the hello; each line adds 50 ms to the job's deadline."""
@@ -63,23 +66,29 @@ def marker_of(line: bytes) -> bytes:
     return b'"requestId":' + json.dumps(request_id, separators=(",", ":")).encode()
 
 
-async def measure(socket: str, warm: list[bytes], lines: list[bytes]) -> list[float]:
+async def measure(socket: str, warm: list[bytes], lines: list[bytes]) -> dict[str, object]:
     loop = asyncio.get_running_loop()
     transport, protocol = await loop.create_unix_connection(FloorProtocol, socket)
     try:
         await protocol.hello  # the hello line; replays are ignored like any other line
         out: list[float] = []
+        starts: list[float] = []
         clock = time.perf_counter
-        for timed, batch in ((False, warm), (True, lines)):
-            for line in batch:
+        for line in warm:
+            protocol.marker = marker_of(line)
+            waiter = protocol.waiter = loop.create_future()
+            transport.write(line)
+            await waiter
+        with GcWatch() as watch:
+            for line in lines:
                 protocol.marker = marker_of(line)
                 waiter = protocol.waiter = loop.create_future()
                 start = clock()
                 transport.write(line)
                 await waiter
-                if timed:
-                    out.append(clock() - start)
-        return out
+                out.append(clock() - start)
+                starts.append(start)
+        return {"samples": out, "gc": watch.report(starts, out)}
     finally:
         transport.close()
 
@@ -90,8 +99,8 @@ def main() -> int:
     lines = [line.encode() for line in job["lines"]]
     # One deadline for the whole job (a per-round-trip wait_for would add a task per round trip).
     deadline = TIMEOUT + 0.05 * (len(warm) + len(lines))
-    samples = asyncio.run(asyncio.wait_for(measure(job["socket"], warm, lines), deadline))
-    print(json.dumps(samples))
+    result = asyncio.run(asyncio.wait_for(measure(job["socket"], warm, lines), deadline))
+    print(json.dumps(result))
     return 0
 
 

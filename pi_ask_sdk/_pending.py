@@ -59,7 +59,7 @@ class PendingSubmit:
         self.request_id = request_id
         self.flow_id = flow_id
         self._loop = loop
-        self._waiters: list[asyncio.Future[None]] | None = None
+        self._waiters: list[asyncio.Future[bool]] | None = None
         self.verdict: SubmitResultEvent | ConnectionLostReason | None = None
         self.ending: FlowCompleted | ConnectionLostReason | None = None
         self.flow: FlowView | None = None  # the open form, kept from acceptance to completion
@@ -99,32 +99,42 @@ class PendingSubmit:
         return True
 
     async def _wait(self, timeout: float) -> bool:
-        """Wait for the next change, at most ``timeout`` seconds; False when the time ran out."""
+        """Wait for the next change, at most ``timeout`` seconds; False when the time ran out.
+
+        The waiter is awaited directly with a timer that resolves it to False: before 3.12,
+        ``asyncio.wait_for`` wakes the task through a second future, one more event-loop
+        iteration on every remote round trip."""
         if timeout <= 0:
             return False
-        waiter: asyncio.Future[None] = self._loop.create_future()
+        loop = self._loop
+        waiter: asyncio.Future[bool] = loop.create_future()
         if self._waiters is None:
             self._waiters = []
         self._waiters.append(waiter)
+        timer = loop.call_later(timeout, _expire, waiter)
         try:
-            await asyncio.wait_for(waiter, timeout)
-        except asyncio.TimeoutError:
-            return False
+            return await waiter  # cancelling the task cancels the waiter, as wait_for does
         finally:
+            timer.cancel()
             waiters = self._waiters
             if waiters is not None and waiter in waiters:
                 waiters.remove(waiter)
-        return True
 
     def _wake(self) -> None:
         waiters, self._waiters = self._waiters, None
         for waiter in waiters or ():
             if not waiter.done():
-                waiter.set_result(None)
+                waiter.set_result(True)
 
     def __repr__(self) -> str:
         state = "waiting" if self.verdict is None else "done"
         return f"<PendingSubmit {self.request_id!r} {state}>"
+
+
+def _expire(waiter: asyncio.Future[bool]) -> None:
+    """The timer of ``PendingSubmit._wait``: the time ran out before any change."""
+    if not waiter.done():
+        waiter.set_result(False)
 
 
 _RANDOM_BATCH = 16 * 64

@@ -273,7 +273,9 @@ class BridgeClient:
         outcome = _settled(ticket)
         if outcome is not None:
             return outcome
-        deadline = asyncio.get_running_loop().time() + timeout
+        # The waiter's loop (this client's): asyncio.get_running_loop() makes a getpid() system
+        # call on each call before 3.12, once per remote round trip here.
+        deadline = pending._loop.time() + timeout
         if pending.verdict is None:
             if not await pending.wait_verdict(timeout):
                 return SubmitTimedOut(ticket, timeout)

@@ -54,6 +54,10 @@ RELAY_FIGURES = [
     rf"^round trip, {_NUMBER} submits each, GC on \(ms\):$",
     rf"^  SDK +\(respond via BridgeClient/RelayTransport\) +p50 {_NUMBER} +p99 {_NUMBER}$",
     rf"^  floor \(bare asyncio, own process, same bytes\) +p50 {_NUMBER} +p99 {_NUMBER}$",
+    rf"^  gc during the timed round trips: SDK +gc \d+/\d+/\d+ +pause {_NUMBER} max {_NUMBER}"
+    rf" +slowest 1%: \d+/\d+ with gc +gen0 {_NUMBER}/rt +cpu/rt {_NUMBER} us$",
+    rf"^ +floor gc \d+/\d+/\d+ +pause {_NUMBER} max {_NUMBER} +slowest 1%: \d+/\d+ with gc"
+    rf" +gen0 {_NUMBER}/rt +cpu/rt {_NUMBER} us$",
     rf"^  SDK/floor p50 ratio {_NUMBER} \(target <= 1\.3\) {_VERDICT}; SDK p99 {_NUMBER} ms"
     rf" \(target < 1 ms\) {_VERDICT}$",
     rf"^cold start to first RPC response, median of {_NUMBER} \(ms\):$",
