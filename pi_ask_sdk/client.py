@@ -84,17 +84,21 @@ class _Listener:
         self._client = client
 
     def message(self, channel: str, data: object, *, replay: bool = False) -> None:
-        # BridgeClient._receive inline: this runs for every payload the host sends.
+        # The one receiving path: this runs for every payload the host sends.
         client = self._client
         if client._state != "open":
             return
         if get_ident() != client._thread:
-            client._hand_over(client._receive, channel, data, replay)
+            client._hand_over(self._on_loop, channel, data, replay)
             return
         try:
             client._dispatch(channel, data, replay)
         except Exception:  # a bug of ours must not take the transport down
             log.exception("pi_ask_sdk: failed to handle a %s payload; skipped", channel)
+
+    def _on_loop(self, channel: str, data: object, replay: bool) -> None:
+        """``message`` again, from the client's loop thread (``_hand_over`` passes positionals)."""
+        self.message(channel, data, replay=replay)
 
     def ended(self, reason: EndReason) -> None:
         self._client._end(reason)
@@ -333,17 +337,6 @@ class BridgeClient:
             raise ConnectionLost("disconnected")
         if self._state != "open":
             raise ClientNotOpen(action)
-
-    def _receive(self, channel: str, data: object, replay: bool) -> None:
-        if self._state != "open":
-            return
-        if get_ident() != self._thread:
-            self._hand_over(self._receive, channel, data, replay)
-            return
-        try:
-            self._dispatch(channel, data, replay)
-        except Exception:  # a bug of ours must not take the transport down
-            log.exception("pi_ask_sdk: failed to handle a %s payload; skipped", channel)
 
     def _end(self, reason: EndReason) -> None:
         if self._state != "open":

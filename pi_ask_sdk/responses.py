@@ -115,6 +115,15 @@ class QuestionAnswer(msgspec.Struct, frozen=True, gc=False):
 _EMPTY: Final = RemoteAnswer()
 
 
+def _values_only(answer: QuestionAnswer) -> list[str] | None:
+    """The values as plain strings when the answer holds nothing else (the common shape, which
+    ``to_wire``/``to_builtins`` then write without a call per question); else None."""
+    values = answer.values
+    if values and answer.custom_text is None and answer.note is None and not answer.option_notes:
+        return list(map(str, values))
+    return None
+
+
 class Answer(msgspec.Struct, frozen=True, gc=False):
     """An answer for one flow, made only by ``AnswerBuilder.build()`` (so it was checked
     against the form). It replaces the host's whole answer set: questions not listed end up
@@ -139,16 +148,8 @@ class Answer(msgspec.Struct, frozen=True, gc=False):
     def to_wire(self) -> AnswerResponse:
         answers: dict[str, RemoteAnswer] = {}
         for qid, answer in self.answers:  # a plain loop: cheaper than a comprehension for a few
-            values = answer.values
-            if (
-                values
-                and answer.custom_text is None
-                and answer.note is None
-                and not answer.option_notes
-            ):  # the common shape, without a call
-                answers[str(qid)] = RemoteAnswer(values=list(map(str, values)))
-            else:
-                answers[str(qid)] = answer.to_wire()
+            values = _values_only(answer)
+            answers[str(qid)] = answer.to_wire() if values is None else RemoteAnswer(values=values)
         return AnswerResponse(mode=self.mode, answers=answers)
 
     def to_builtins(self) -> dict[str, object]:
@@ -156,16 +157,8 @@ class Answer(msgspec.Struct, frozen=True, gc=False):
         transport emits; ``tests/sdk/test_responses.py`` holds the two to the same result)."""
         answers: dict[str, object] = {}
         for qid, answer in self.answers:
-            values = answer.values
-            if (
-                values
-                and answer.custom_text is None
-                and answer.note is None
-                and not answer.option_notes
-            ):  # the common shape, without a call
-                answers[str(qid)] = {"values": list(map(str, values))}
-            else:
-                answers[str(qid)] = answer.to_builtins()
+            values = _values_only(answer)
+            answers[str(qid)] = answer.to_builtins() if values is None else {"values": values}
         return {"kind": "answer", "mode": self.mode, "answers": answers}
 
 
