@@ -14,7 +14,7 @@ from typing import Final, Literal, TypeGuard, TypeVar
 import msgspec
 
 from .js import is_blank, js_object, js_ordered_keys
-from .protocol import AskQuestion, QuestionType, ResultMode, SubmitErrorCode
+from .protocol import AskOption, AskQuestion, QuestionType, ResultMode, SubmitErrorCode
 
 __all__ = [
     "AcceptedAnswer",
@@ -120,9 +120,13 @@ class QuestionIndex:
         self.id = question.id
         self.type: QuestionType = question.type
         self.multi = question.type == "multi"
-        self.options: dict[str, tuple[str, int]] = {
-            option.value: (option.label, position)
-            for position, option in enumerate(question.options, start=1)
+        self.options = QuestionIndex.table(question.options)
+
+    @staticmethod
+    def table(options: Iterable[AskOption]) -> dict[str, tuple[str, int]]:
+        """The ``options`` table of a question's options: value -> (label, 1-based position)."""
+        return {
+            option.value: (option.label, position) for position, option in enumerate(options, 1)
         }
 
     @classmethod

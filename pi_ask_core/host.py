@@ -447,42 +447,11 @@ class FlowHost:
             data, verified = _clean_json(data)
         except _TooDeep:
             return _too_deep(data)
-        rid: str
-        fid: str
-        kind: str
-        response: Mapping[str, object]
         try:
-            # The common, well-formed envelope (E1-E6 all pass) is read here without building an
-            # Envelope; anything else takes parse_envelope, the one place its checks and messages
-            # live (tests/core/test_fast_paths.py checks that both agree).
-            well_formed = False
-            if type(data) is dict:
-                get = data.get
-                raw_rid, raw_fid, version = get("requestId"), get("flowId"), get("version")
-                raw_response = get("response")
-                if (
-                    type(version) is int
-                    and version == 1
-                    and type(raw_rid) is str
-                    and raw_rid
-                    and type(raw_fid) is str
-                    and raw_fid
-                    and type(raw_response) is dict
-                ):
-                    raw_kind = raw_response.get("kind")
-                    if raw_kind == "answer" or raw_kind == "cancel":
-                        kind = "cancel" if raw_kind == "cancel" else "answer"
-                        rid, fid, response, well_formed = raw_rid, raw_fid, raw_response, True
-            if not well_formed:
-                envelope = parse_envelope(data)
-                if isinstance(envelope, SubmitError):
-                    return _rejection(envelope)
-                rid, fid, kind, response = (
-                    envelope.request_id,
-                    envelope.flow_id,
-                    envelope.kind,
-                    envelope.response,
-                )
+            envelope = parse_envelope(data)
+            if isinstance(envelope, SubmitError):
+                return _rejection(envelope)
+            rid, fid, kind = envelope.request_id, envelope.flow_id, envelope.kind
             handle = self._active.get(fid)
             if handle is None:
                 return SubmitRejection(
@@ -494,7 +463,7 @@ class FlowHost:
                 )
             accepted: AcceptedResponse | None = None
             if kind != "cancel":
-                decision = check_answer_response(response, handle._index)
+                decision = check_answer_response(envelope.response, handle._index)
                 if isinstance(decision, AnswerProblem):
                     return SubmitRejection(
                         request_id=rid,

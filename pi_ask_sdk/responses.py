@@ -212,10 +212,8 @@ def _rules(view: QuestionView) -> QuestionIndex:
     cache = view.__dict__
     index: QuestionIndex | None = cache.get(RULES)
     if index is None:
-        options: dict[str, tuple[str, int]] = {}
-        for position, option in enumerate(view._wire, 1):  # cheaper than a comprehension
-            options[option.value] = (option.label, position)
-        index = cache[RULES] = QuestionIndex.of(str(view.id), view.type, options)
+        table = QuestionIndex.table(view._wire)
+        index = cache[RULES] = QuestionIndex.of(str(view.id), view.type, table)
     return index
 
 
