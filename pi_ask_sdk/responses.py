@@ -86,42 +86,60 @@ class QuestionAnswer(msgspec.Struct, frozen=True, gc=False):
         values = self.values
         if self.custom_text is None and self.note is None and not self.option_notes:
             # The common shape: values only (fewer keywords to parse).
-            return RemoteAnswer(values=list(map(str, values))) if values else _EMPTY
+            return RemoteAnswer(values=_plain(values)) if values else _EMPTY
         return RemoteAnswer(
-            values=list(map(str, values)) if values else UNSET,
+            values=_plain(values) if values else UNSET,
             custom_text=UNSET if self.custom_text is None else self.custom_text,
             note=UNSET if self.note is None else self.note,
-            option_notes=(
-                {str(value): text for value, text in self.option_notes}
-                if self.option_notes
-                else UNSET
-            ),
+            option_notes=_plain_notes(self.option_notes) if self.option_notes else UNSET,
         )
 
     def to_builtins(self) -> dict[str, object]:
         """The answer as decoded JSON (what the host's checks take)."""
-        entry: dict[str, object] = {}
-        if self.values:
-            entry["values"] = [str(value) for value in self.values]
-        if self.custom_text is not None:
-            entry["customText"] = self.custom_text
-        if self.note is not None:
-            entry["note"] = self.note
-        if self.option_notes:
-            entry["optionNotes"] = {str(value): text for value, text in self.option_notes}
-        return entry
+        return _builtins(self)
 
 
 _EMPTY: Final = RemoteAnswer()
 
 
-def _values_only(answer: QuestionAnswer) -> list[str] | None:
-    """The values as plain strings when the answer holds nothing else (the common shape, which
-    ``to_wire``/``to_builtins`` then write without a call per question); else None."""
+# Plain loops with no comprehension, map() or call per value: Python 3.11 makes a function for
+# each comprehension, and list(map(str, ...)) costs several times the str() calls it makes.
+
+
+def _plain(values: tuple[OptionValue, ...]) -> list[str]:
+    """The values as plain strings (an ``OptionValue`` carries its question id)."""
+    plain = []
+    for value in values:
+        plain.append(str(value))
+    return plain
+
+
+def _plain_notes(notes: tuple[tuple[OptionValue, str], ...]) -> dict[str, str]:
+    plain = {}
+    for value, text in notes:
+        plain[str(value)] = text
+    return plain
+
+
+def _builtins(answer: QuestionAnswer) -> dict[str, object]:
+    """``QuestionAnswer.to_builtins``, as a function (``Answer.to_builtins`` calls it per
+    question without a method lookup), in ``RemoteAnswer``'s field order."""
+    entry: dict[str, object] = {}
     values = answer.values
-    if values and answer.custom_text is None and answer.note is None and not answer.option_notes:
-        return list(map(str, values))
-    return None
+    if values:
+        plain = entry["values"] = []
+        for value in values:  # _plain inline
+            plain.append(str(value))
+    if answer.custom_text is not None:
+        entry["customText"] = answer.custom_text
+    if answer.note is not None:
+        entry["note"] = answer.note
+    notes = answer.option_notes
+    if notes:
+        plain_notes = entry["optionNotes"] = {}
+        for value, text in notes:  # _plain_notes inline
+            plain_notes[str(value)] = text
+    return entry
 
 
 class Answer(msgspec.Struct, frozen=True, gc=False):
@@ -148,17 +166,16 @@ class Answer(msgspec.Struct, frozen=True, gc=False):
     def to_wire(self) -> AnswerResponse:
         answers: dict[str, RemoteAnswer] = {}
         for qid, answer in self.answers:  # a plain loop: cheaper than a comprehension for a few
-            values = _values_only(answer)
-            answers[str(qid)] = answer.to_wire() if values is None else RemoteAnswer(values=values)
+            answers[str(qid)] = answer.to_wire()
         return AnswerResponse(mode=self.mode, answers=answers)
 
     def to_builtins(self) -> dict[str, object]:
         """``msgspec.to_builtins(self.to_wire())``, built directly (what an in-process
         transport emits; ``tests/sdk/test_responses.py`` holds the two to the same result)."""
         answers: dict[str, object] = {}
+        entry = _builtins
         for qid, answer in self.answers:
-            values = _values_only(answer)
-            answers[str(qid)] = answer.to_builtins() if values is None else {"values": values}
+            answers[str(qid)] = entry(answer)
         return {"kind": "answer", "mode": self.mode, "answers": answers}
 
 
