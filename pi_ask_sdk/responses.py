@@ -26,7 +26,7 @@ import msgspec
 from msgspec import UNSET
 from typing_extensions import Self
 
-from pi_ask_core import AnswerResponse, CancelResponse, RemoteAnswer, ResultMode
+from pi_ask_core import AnswerResponse, CancelResponse, QuestionType, RemoteAnswer, ResultMode
 from pi_ask_core.answers import (
     AnswerProblem,
     QuestionIndex,
@@ -236,6 +236,14 @@ def _rules(view: QuestionView) -> QuestionIndex:
 
 _SUBMIT: Final = "submit"
 
+# Per question type, an index with no id and no options, for the rules that read only the type
+# (P2-P3 ``check_values``, P5 ``check_custom_text``: both take the question id apart).
+_SHAPES: Final[dict[QuestionType, QuestionIndex]] = {
+    "single": QuestionIndex.of("", "single", {}),
+    "multi": QuestionIndex.of("", "multi", {}),
+    "preview": QuestionIndex.of("", "preview", {}),
+}
+
 
 class AnswerBuilder:
     """Builds an ``Answer`` for one form, checking each call against that form.
@@ -356,10 +364,15 @@ class AnswerBuilder:
         if values and (
             not own or len(values) > 1 or (draft is not None and draft.custom_text is not None)
         ):
-            index = view.__dict__.get(RULES) or _rules(view)
-            problem = check_values(index.id, values, index)
+            index = view.__dict__.get(RULES)
+            if index is None:
+                # Own values need only P2-P3 and P5, which read the question's type alone: an
+                # index of the type does, without building the option table (P9 cannot fail).
+                index = _rules(view) if not own else _SHAPES[view.type]
+            name = index.id or str(qid)
+            problem = check_values(name, values, index)
             if problem is None and draft is not None:
-                problem = check_custom_text(index.id, draft.custom_text, True, index)
+                problem = check_custom_text(name, draft.custom_text, True, index)
             if problem is None and not own:
                 selections = check_selections(index.id, values, index)
                 problem = selections if isinstance(selections, AnswerProblem) else None

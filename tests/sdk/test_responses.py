@@ -162,6 +162,33 @@ def test_local_refusal_names_the_rule_the_host_would(
     assert caught.value.question_id == "deploy"
 
 
+@pytest.mark.parametrize(
+    ("values", "custom", "rule"),
+    [
+        (["yes", "yes"], None, "duplicate_value"),
+        (["yes", "no"], None, "too_many_values"),
+        (["yes"], "other", "value_with_custom_text"),
+    ],
+)
+def test_own_values_are_refused_with_the_hosts_message(
+    flow: FlowView, values: list[str], custom: str | None, rule: str
+) -> None:
+    # The form's own values skip the option table (they cannot be unknown): the rules that can
+    # still fail give the host's rule and message all the same.
+    deploy = flow.question("deploy")
+    builder = AnswerBuilder(flow)
+    if custom is not None:
+        builder.custom_text(deploy, custom)
+    with pytest.raises(InvalidResponse) as caught:
+        builder.select(deploy, *(deploy.value(v) for v in values))
+    entry: dict[str, object] = {"values": values}
+    if custom is not None:
+        entry["customText"] = custom
+    host = host_refusal(entry)
+    assert (caught.value.problem, caught.value.question_id) == (rule, "deploy")
+    assert caught.value.host_message == host.message
+
+
 @pytest.mark.parametrize("qid", ["deploy", "layout"])
 def test_single_and_preview_take_one_value(flow: FlowView, qid: str) -> None:
     question = flow.question(qid)
