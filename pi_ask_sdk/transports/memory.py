@@ -86,21 +86,13 @@ class MemoryTransport:
             listener = self._listener
             if listener is None:
                 return
-            if self._answers_another(data):
+            sending = _SENDING.get(id(self._bus))
+            # (The common case, no submit or our own being emitted, needs no decode.)
+            if sending is not None and sending[0] is not self and _answers(data, sending):
                 return
             listener.message(channel, data)
 
         return verdict
-
-    def _answers_another(self, data: object) -> bool:
-        """Whether ``data`` is the verdict on another transport's submit being emitted now."""
-        sending = _SENDING.get(id(self._bus))
-        if sending is None or sending[0] is self:
-            return False  # (the common case: no decode)
-        verdict = decode_event(SUBMIT_RESULT, data)
-        if not isinstance(verdict, (SubmitAck, SubmitRejection)):
-            return False
-        return (verdict.request_id, verdict.flow_id) == sending[1:]
 
     async def send(self, payload: SubmitEvent) -> None:
         # Decoded-JSON shape, as a bridge on pi.events sends it.
@@ -150,3 +142,12 @@ class MemoryTransport:
         listener = self._listener
         if listener is not None:
             listener.ended(reason)
+
+
+def _answers(data: object, sending: tuple[MemoryTransport, str, str]) -> bool:
+    """Whether ``data`` is the verdict on ``sending``, another transport's submit being
+    emitted now."""
+    verdict = decode_event(SUBMIT_RESULT, data)
+    if not isinstance(verdict, (SubmitAck, SubmitRejection)):
+        return False
+    return (verdict.request_id, verdict.flow_id) == sending[1:]
