@@ -72,13 +72,7 @@ def _clean_json(value: object) -> tuple[object, bool]:
     a Python object. Those take the slow path too: their text is cleaned all the same (Mappings
     become dicts; the rules refuse whatever object is left).
     """
-    try:
-        _ENCODER.encode(value)
-    except RecursionError:
-        raise _TooDeep from None
-    except Exception:  # a lone surrogate, or not JSON as it stands
-        pass
-    else:
+    if _json(value):
         return value, True
     try:
         return _scrub(value), False  # the rest of it is unchecked
@@ -452,14 +446,8 @@ class FlowHost:
         try:
             verdict = self._judge(data, False)
             if verdict is None:  # it would emit text that does not encode: judge a clean copy
-                try:
-                    copy = _scrub(data)
-                except RecursionError:
-                    raise
-                except Exception:  # a Mapping that cannot be read: judged as it is
-                    copy = data
-                verdict = self._judge(copy, True)
-        except RecursionError:
+                verdict = self._judge(_clean_json(data)[0], True)
+        except (_TooDeep, RecursionError):
             return _too_deep(data)
         assert verdict is not None  # a cleaned copy always gives one
         return verdict
