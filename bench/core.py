@@ -17,7 +17,9 @@ prints:
 
   the submits arrive as bytes and are decoded by each side's own JSON decoder, and every bus has
   one listener per channel (as a bridge would). Before timing, each case is run once on both and
-  their acknowledgements and results are compared (messages aside: the core words its own);
+  their acknowledgements and results are compared (messages aside: the core words its own).
+  A context line (no target) times the peer once more with msgspec's decoder instead of
+  ``json``: how much of the core's lead is the decoder, and how its own rule path compares;
 * ``import pi_ask_core`` next to ``import msgspec``, each in fresh interpreters, interleaved.
 
 Targets: >= 30,000 valid submits/s on the 3-question form; core <= 0.5x the peer for open + valid
@@ -140,9 +142,14 @@ def keep_last(last: dict[str, object], channel: str) -> Callable[[object], None]
 class Side:
     """One implementation (core or peer), ONE host per bus per form, a listener per channel."""
 
-    def __init__(self, name: str, forms: dict[str, Any]) -> None:
+    def __init__(self, name: str, forms: dict[str, Any], *, msgspec_decode: bool = False) -> None:
         self.name = name
         self.forms = forms
+        # The core decodes with msgspec; the peer with json unless told otherwise (the context
+        # line "peer, msgspec decode": what the peer's own rule path costs on the core's decoder).
+        self._decode: Callable[[bytes], object] = (
+            msgspec.json.decode if name == "core" or msgspec_decode else json.loads
+        )
         self.last: dict[str, object] = {}
         self.emits: dict[str, Callable[[str, object], None]] = {}
         self.starts: dict[str, Call] = {}
@@ -169,11 +176,11 @@ class Side:
             self.starts[form] = lambda: peer.start(params, tool_call_id)
 
     def decode(self, raw: bytes) -> object:
-        return msgspec.json.decode(raw) if self.name == "core" else json.loads(raw)
+        return self._decode(raw)
 
     def open_and_submit(self, case: Case) -> Call:
         start, emit = self.starts[case.form], self.emits[case.form]
-        decode = msgspec.json.decode if self.name == "core" else json.loads
+        decode = self._decode
         raw = case.raw
 
         def call() -> None:
@@ -184,7 +191,7 @@ class Side:
 
     def submit(self, case: Case) -> Call:
         emit = self.emits[case.form]
-        decode = msgspec.json.decode if self.name == "core" else json.loads
+        decode = self._decode
         raw = case.raw
         return lambda: emit(SUBMIT, decode(raw))
 
@@ -223,32 +230,33 @@ def check_same_work(forms: dict[str, Any], valid: list[Case], invalid: list[Case
                 raise RuntimeError(f"core and peer differ on {case.label}: {ours} != {theirs}")
 
 
-def bench_spec_mix(repeat: int, rounds: int) -> tuple[float, float, float, float, int, int]:
-    """Best-of-``repeat`` seconds per (core valid, peer valid, core invalid, peer invalid), and the
-    number of valid and invalid cases; core and peer runs interleave."""
+SIDES: tuple[tuple[str, str, bool], ...] = (
+    ("core", "core", False),
+    ("peer", "peer", False),
+    ("peer-msgspec", "peer", True),
+)
+"""(key, implementation, msgspec decode) of each side timed on the spec mix."""
+
+
+def bench_spec_mix(repeat: int, rounds: int) -> tuple[dict[str, float], int, int]:
+    """Best-of-``repeat`` seconds per call for ``"<side>-valid"`` and ``"<side>-invalid"`` of
+    each of ``SIDES``, and the number of valid and invalid cases; the sides' runs interleave."""
     forms, valid, invalid = spec_cases()
     check_same_work(forms, valid, invalid)
-    best = {
-        key: float("inf") for key in ("core-valid", "peer-valid", "core-invalid", "peer-invalid")
-    }
+    best: dict[str, float] = {}
     for _ in range(repeat):
-        for name in ("core", "peer"):
-            side = Side(name, forms)
+        for key, name, msgspec_decode in SIDES:
+            side = Side(name, forms, msgspec_decode=msgspec_decode)
             calls = [side.open_and_submit(c) for _ in range(rounds) for c in valid]
-            best[f"{name}-valid"] = min(best[f"{name}-valid"], time_calls(calls))
-            side = Side(name, forms)
+            best[f"{key}-valid"] = min(best.get(f"{key}-valid", float("inf")), time_calls(calls))
+            side = Side(name, forms, msgspec_decode=msgspec_decode)
             for start in side.starts.values():
                 start()
             calls = [side.submit(c) for _ in range(rounds) for c in invalid]
-            best[f"{name}-invalid"] = min(best[f"{name}-invalid"], time_calls(calls))
-    return (
-        best["core-valid"],
-        best["peer-valid"],
-        best["core-invalid"],
-        best["peer-invalid"],
-        len(valid),
-        len(invalid),
-    )
+            best[f"{key}-invalid"] = min(
+                best.get(f"{key}-invalid", float("inf")), time_calls(calls)
+            )
+    return best, len(valid), len(invalid)
 
 
 def verdict(ok: bool) -> str:
@@ -274,16 +282,24 @@ def main() -> int:
     if not rate_ok:
         missed.append(f"valid submits/s {1 / resolve:,.0f} < {RATE_TARGET:,}")
 
-    core_v, peer_v, core_i, peer_i, n_valid, n_invalid = bench_spec_mix(repeat, rounds)
-    for label, ours, theirs, n in (
-        ("open + valid submit", core_v, peer_v, n_valid),
-        ("invalid submit", core_i, peer_i, n_invalid),
+    best, n_valid, n_invalid = bench_spec_mix(repeat, rounds)
+    for label, kind, n in (
+        ("open + valid submit", "valid", n_valid),
+        ("invalid submit", "invalid", n_invalid),
     ):
+        ours, theirs = best[f"core-{kind}"], best[f"peer-{kind}"]
         ratio = ours / theirs
         ok = ratio <= PEER_TARGET
         print(
             f"spec examples, {label + ':':21s}{ours * 1e6:7.2f} us  peer {theirs * 1e6:7.2f} us  "
             f"ratio {ratio:4.2f}x (target <= {PEER_TARGET}x; {n} cases) {verdict(ok)}"
+        )
+        # Context, no target: the peer's rule path on the core's decoder shows how much of the
+        # core's lead is msgspec against json.
+        rules = best[f"peer-msgspec-{kind}"]
+        print(
+            f"  context: peer with msgspec decode {rules * 1e6:7.2f} us ({rules / theirs:4.2f}x "
+            f"the peer; the core is {ours / rules:4.2f}x it)"
         )
         if not ok:
             missed.append(f"spec {label} {ratio:.2f}x the peer > {PEER_TARGET}x")

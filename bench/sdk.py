@@ -8,7 +8,8 @@ Run: ``python bench/sdk.py`` (``--quick`` for a short smoke run). GC stays on. O
   taking it from ``client.flows()``, building its answer with ``AnswerBuilder`` and awaiting
   ``client.respond()``. The host's ``start`` (which emits ``started``) is timed alone in the
   same run and subtracted. Beside it the floor: ``bus.emit(SUBMIT, payload)`` straight to a
-  ``FlowHost`` with the very payloads the client sent;
+  ``FlowHost`` with the very payloads the client sent; and, as context with no target, the same
+  loop written by hand on the bus (``hand_round_trips``: the least any bridge does);
 * ``import pi_ask_sdk`` next to ``import msgspec, asyncio``, each in fresh interpreters,
   interleaved, median, with the bytecode cache warmed (and the modules of ours that cost most);
 * retained memory: flows opened and answered through one client after a warm-up, as the growth of
@@ -24,16 +25,30 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import os
 import re
 import subprocess
 import sys
 import time
 import tracemalloc
+from collections import deque
 from dataclasses import astuple, dataclass
 
 from common import IMPORT_ENV, ROOT, THREE_QUESTIONS, compare_imports
 
-from pi_ask_core import SUBMIT, SUBMIT_RESULT, FlowHost, LocalEventBus, SubmitAck
+from pi_ask_core import (
+    COMPLETED,
+    STARTED,
+    SUBMIT,
+    SUBMIT_RESULT,
+    AskQuestion,
+    CompletedEvent,
+    FlowHost,
+    LocalEventBus,
+    StartedEvent,
+    SubmitAck,
+    SubmitRejection,
+)
 from pi_ask_sdk import (
     Answer,
     AnswerBuilder,
@@ -168,21 +183,97 @@ def direct_round_trips(payloads: list[object]) -> float:
     return elapsed / len(payloads)
 
 
-def bench_round_trips(count: int, repeat: int) -> tuple[Split, float, float]:
-    """Best-of-``repeat`` (client round trip split, host.start alone, direct) seconds,
+def _pick(question: AskQuestion, value: str) -> str:
+    """The option value ``value`` of ``question``, taken from the form (never made up)."""
+    for option in question.options:
+        if option.value == value:
+            return option.value
+    raise LookupError(value)
+
+
+def hand_round_trips(count: int) -> float:
+    """Seconds per round trip of the least a bridge can do by hand on the same bus (context, no
+    target): keep each ``started`` event as it is, take the same answer's values from its
+    options, emit a dict and match the acknowledgement by ``requestId`` and ``flowId`` and the
+    completion by ``flowId``. No views, no builder checks, no asyncio, no outcome values; the
+    host's ``start`` is included, as in the SDK's loop (subtract ``host_starts``)."""
+    bus = LocalEventBus()
+    host = FlowHost(bus)
+    started: deque[StartedEvent] = deque()
+    verdicts: dict[str, list[object]] = {}
+    completed: set[str] = set()
+
+    # Checked as any bridge on a shared bus checks what it is handed.
+    def on_started(event: object) -> None:
+        if isinstance(event, StartedEvent):
+            started.append(event)
+
+    def on_result(ack: object) -> None:
+        if isinstance(ack, (SubmitAck, SubmitRejection)):
+            waiting = verdicts.get(ack.request_id)
+            if waiting is not None and waiting[0] == ack.flow_id:
+                waiting.append(ack)
+
+    def on_completed(event: object) -> None:
+        if isinstance(event, CompletedEvent):
+            completed.add(event.flow_id)
+
+    bus.on(STARTED, on_started)
+    bus.on(SUBMIT_RESULT, on_result)
+    bus.on(COMPLETED, on_completed)
+    accepted = 0
+    clock = time.perf_counter
+    start = clock()
+    for i in range(count):
+        host.start(THREE_QUESTIONS, tool_call_id=f"t{i}")
+        event = started.popleft()
+        goal, constraints, scope = event.questions
+        tests = _pick(constraints, "tests")
+        answers = {
+            "goal": {"values": [_pick(goal, "fast")], "note": "keep it quick"},
+            "constraints": {
+                "values": [tests, _pick(constraints, "small")],
+                "optionNotes": {tests: "unit only"},
+            },
+            "scope": {"values": [_pick(scope, "code")]},
+        }
+        rid = f"bridge-{os.urandom(16).hex()}"
+        waiting = verdicts[rid] = [event.flow_id]
+        bus.emit(
+            SUBMIT,
+            {
+                "version": 1,
+                "requestId": rid,
+                "flowId": event.flow_id,
+                "response": {"kind": "answer", "mode": "submit", "answers": answers},
+            },
+        )
+        del verdicts[rid]
+        if isinstance(waiting[-1], SubmitAck) and event.flow_id in completed:
+            completed.remove(event.flow_id)
+            accepted += 1
+    elapsed = _timed(start)
+    if accepted != count:
+        raise RuntimeError("not every hand-written submit was accepted")
+    return elapsed / count
+
+
+def bench_round_trips(count: int, repeat: int) -> tuple[Split, float, float, float]:
+    """Best-of-``repeat`` (client round trip split, host.start alone, direct, by hand) seconds,
     interleaved."""
     _, payloads = asyncio.run(client_round_trips(count, capture=True))
     if not all(isinstance(p, dict) for p in payloads):
         raise RuntimeError("the memory transport no longer sends decoded JSON")
     # Same flow ids (tool:t0...) on a fresh host, so the same payloads resolve there too.
     best_client = Split(float("inf"))
-    best_start = best_direct = float("inf")
+    best_start = best_direct = best_hand = float("inf")
     for _ in range(repeat):
         client = asyncio.run(client_round_trips(count))[0]
         best_client = min(best_client, client, key=lambda split: split.total)
         best_start = min(best_start, host_starts(count))
         best_direct = min(best_direct, direct_round_trips(payloads))
-    return best_client, best_start, best_direct
+        best_hand = min(best_hand, hand_round_trips(count))
+    return best_client, best_start, best_direct, best_hand
 
 
 # --- import time --------------------------------------------------------------------------------
@@ -258,7 +349,7 @@ def main() -> int:
     )
     missed: list[str] = []
 
-    client, opening, direct = bench_round_trips(count, repeat)
+    client, opening, direct, by_hand = bench_round_trips(count, repeat)
     sdk = client.total - opening
     ratio = sdk / direct
     round_ok = ratio <= ROUND_TRIP_TARGET
@@ -279,6 +370,11 @@ def main() -> int:
         f"  parts: started -> FlowView {(client.start - opening) * 1e6:.2f} us, "
         f"flows() {client.view * 1e6:.2f} us, AnswerBuilder {client.build * 1e6:.2f} us, "
         f"respond() {client.respond * 1e6:.2f} us (incl. the host's share)"
+    )
+    hand = by_hand - opening
+    print(
+        f"  context: by hand on the bus:     {hand * 1e6:7.2f} us  "
+        f"({hand / direct:4.2f}x the floor; no views, checks, asyncio or outcome values)"
     )
     if not round_ok:
         missed.append(f"round trip {ratio:.2f}x the floor > {ROUND_TRIP_TARGET:.0f}x")

@@ -236,7 +236,7 @@ def _show(value: object) -> str:
     """A short JSON-ish rendering of a value for messages; never raises."""
     try:
         text = msgspec.json.encode(value).decode()
-    except (TypeError, ValueError, OverflowError):
+    except (TypeError, ValueError, OverflowError, RecursionError):
         text = _kind_of(value)
     return text if len(text) <= 80 else text[:77] + "..."
 
@@ -252,7 +252,9 @@ _NO_FLOW_ID: Final = "Submit flowId is required: the flowId of the started event
 
 def parse_envelope(data: object) -> Envelope | SubmitError:
     """Checks E1-E6 of spec §4.1, in order."""
-    if not _is_object(data):
+    # ``type(...) is dict or``: the exact dict a JSON decoder gives needs no call (a call costs
+    # as much as a check here); anything else is ``_is_object``'s to decide.
+    if not (type(data) is dict or _is_object(data)):
         return SubmitError(
             "invalid_request", f"A submit must be a JSON object, not {_kind_of(data)}.", "", ""
         )
@@ -260,7 +262,7 @@ def parse_envelope(data: object) -> Envelope | SubmitError:
     request_id, flow_id, version = get("requestId"), get("flowId"), get("version", _ABSENT)
     rid = request_id if isinstance(request_id, str) else ""
     fid = flow_id if isinstance(flow_id, str) else ""
-    if not _is_version_one(version):
+    if not ((type(version) is int and version == 1) or _is_version_one(version)):
         shown = "missing" if version is _ABSENT else _show(version)
         return SubmitError(
             "invalid_request", f"Submit version must be the number 1, got {shown}.", rid, fid
@@ -270,7 +272,7 @@ def parse_envelope(data: object) -> Envelope | SubmitError:
     if not fid:
         return SubmitError("invalid_request", _NO_FLOW_ID, rid, fid)
     response = get("response")
-    if not _is_object(response):
+    if not (type(response) is dict or _is_object(response)):
         return SubmitError(
             "invalid_request",
             f"Submit response must be an object, not {_kind_of(response)}.",
@@ -293,7 +295,7 @@ def check_answer_response(
 ) -> AcceptedResponse | AnswerProblem:
     """Checks A1-A4 of spec §4.2 for a ``kind: "answer"`` response; the first failure wins."""
     answers = response.get("answers")
-    if not _is_object(answers):
+    if not (type(answers) is dict or _is_object(answers)):
         return AnswerProblem(
             "An answer response must include an answers object (question id -> answer), "
             f"got {_kind_of(answers) if 'answers' in response else 'none'}.",
@@ -357,7 +359,7 @@ def check_answer(qid: str, entry: object, index: QuestionIndex) -> AcceptedAnswe
     ``check_custom_text``, ``check_selections`` and ``check_option_notes``, which the SDK's
     ``AnswerBuilder`` calls too.
     """
-    if not _is_object(entry):
+    if not (type(entry) is dict or _is_object(entry)):
         return AnswerProblem(
             f'The answer for question "{qid}" must be an object, not {_kind_of(entry)}.',
             "answer_not_object",

@@ -38,6 +38,7 @@ from .protocol import (
     ResultMode,
     StartedEvent,
     SubmitAck,
+    SubmitErrorCode,
     SubmitRejection,
     SubmitResultEvent,
 )
@@ -71,13 +72,7 @@ def _clean_json(value: object) -> tuple[object, bool]:
     a Python object. Those take the slow path too: their text is cleaned all the same (Mappings
     become dicts; the rules refuse whatever object is left).
     """
-    try:
-        _ENCODER.encode(value)
-    except RecursionError:
-        raise _TooDeep from None
-    except Exception:  # a lone surrogate, or not JSON as it stands
-        pass
-    else:
+    if _json(value):
         return value, True
     try:
         return _scrub(value), False  # the rest of it is unchecked
@@ -434,8 +429,13 @@ class FlowHost:
     def resolve_submit(self, data: object) -> SubmitResultEvent:
         """Apply one submit and return its acknowledgement (``completed`` is emitted here).
 
-        Never raises: lone surrogates in its text become U+FFFD, a value nested too deeply for
-        Python is refused as ``invalid_request``, and a flow whose result cannot be built stays
+        Never raises. The submit is judged as it is given; when something it would emit (an
+        echoed id, a message, an accepted text) is not valid UTF-8 text (a lone surrogate, or a
+        ``str`` subclass from a Python caller), it is judged again on a cleaned copy: lone
+        surrogates become U+FFFD and a surrogate pair the character it encodes, as the relay
+        decodes Pi's ``"\\ud83d"`` escapes. Only what the rules read matters: a value nested
+        too deeply in a key the rules ignore is ignored, as the reference ignores it, and one
+        where they read it is refused for its type. A flow whose result cannot be built stays
         open and the submit is refused.
         """
         if type(data) is not dict and isinstance(data, msgspec.Struct):
@@ -444,46 +444,63 @@ class FlowHost:
             except (TypeError, ValueError, RecursionError):
                 data = None
         try:
-            data, verified = _clean_json(data)
-        except _TooDeep:
+            verdict = self._judge(data, False)
+            if verdict is None:  # it would emit text that does not encode: judge a clean copy
+                verdict = self._judge(_clean_json(data)[0], True)
+        except (_TooDeep, RecursionError):
             return _too_deep(data)
+        assert verdict is not None  # a cleaned copy always gives one
+        return verdict
+
+    def _judge(self, data: object, cleaned: bool) -> SubmitResultEvent | None:
+        """The verdict on ``data`` (applied when accepted), or None when ``data`` is not
+        ``cleaned`` and the verdict would emit text that does not encode (nothing applied)."""
+        envelope = parse_envelope(data)
+        if isinstance(envelope, SubmitError):
+            return _refusal(
+                envelope.request_id, envelope.flow_id, envelope.code, envelope.message, cleaned
+            )
+        rid, fid, kind = envelope.request_id, envelope.flow_id, envelope.kind
+        handle = self._active.get(fid)
+        if handle is None:
+            return _refusal(
+                rid,
+                fid,
+                "flow_not_found",
+                f'No ask flow "{fid}" is active: it never started, already completed, or was '
+                "closed.",
+                cleaned,
+            )
+        accepted: AcceptedResponse | None = None
+        if kind != "cancel":
+            decision = check_answer_response(envelope.response, handle._index)
+            if isinstance(decision, AnswerProblem):
+                return _refusal(rid, fid, "invalid_answer", decision.message, cleaned)
+            accepted = decision
+        # What is emitted now: the echoed request id (the flow id is the active flow's own),
+        # and the accepted texts. One encode of the whole submit is the cheap proof for the
+        # common clean case; when it fails (odd text, or a key the rules ignore holding
+        # something deep or not JSON), the texts used are checked one by one.
+        if not (
+            cleaned
+            or (
+                type(rid) is str
+                and _encodes(rid)
+                and (accepted is None or _json(data) or _plain_texts(accepted.answers))
+            )
+        ):
+            return None
         try:
-            envelope = parse_envelope(data)
-            if isinstance(envelope, SubmitError):
-                return _rejection(envelope)
-            rid, fid, kind = envelope.request_id, envelope.flow_id, envelope.kind
-            handle = self._active.get(fid)
-            if handle is None:
-                return SubmitRejection(
-                    request_id=rid,
-                    flow_id=fid,
-                    error="flow_not_found",
-                    message=f'No ask flow "{fid}" is active: it never started, already '
-                    "completed, or was closed.",
-                )
-            accepted: AcceptedResponse | None = None
-            if kind != "cancel":
-                decision = check_answer_response(envelope.response, handle._index)
-                if isinstance(decision, AnswerProblem):
-                    return SubmitRejection(
-                        request_id=rid,
-                        flow_id=fid,
-                        error="invalid_answer",
-                        message=decision.message,
-                    )
-                accepted = decision
-            try:
-                handle._finish(accepted, verified=verified)
-            except (TypeError, ValueError, OverflowError) as exc:  # the result cannot be encoded
-                return SubmitRejection(
-                    request_id=rid,
-                    flow_id=fid,
-                    error="invalid_answer",
-                    message=f"The answer cannot be recorded: {exc}.",
-                )
-            return SubmitAck(request_id=rid, flow_id=fid)
-        except RecursionError:
-            return _too_deep(data)
+            # A cleaned copy's result is encoded to be sure (what is left of it is unchecked).
+            handle._finish(accepted, verified=not cleaned)
+        except (TypeError, ValueError, OverflowError) as exc:  # the result cannot be encoded
+            return _refusal(
+                rid, fid, "invalid_answer", f"The answer cannot be recorded: {exc}.", True
+            )
+        if cleaned and not (type(rid) is str and _encodes(rid)):
+            rid = _utf8(str(rid))  # a copy that could not be cleaned
+        # The active flow's own id: the submitted one is equal, but may be a str subclass.
+        return SubmitAck(request_id=rid, flow_id=handle.flow_id)
 
     # --- called by handles ---
 
@@ -549,7 +566,55 @@ def _too_deep(data: object) -> SubmitRejection:
     )
 
 
-def _rejection(error: SubmitError) -> SubmitRejection:
-    return SubmitRejection(
-        request_id=error.request_id, flow_id=error.flow_id, error=error.code, message=error.message
-    )
+def _encodes(text: str) -> bool:
+    """Whether ``text`` is valid UTF-8 text (holds no lone surrogate)."""
+    if text.isascii():
+        return True
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _json(value: object) -> bool:
+    """Whether ``value`` encodes as JSON as it is (plain types and text, not too deep)."""
+    try:
+        _ENCODER.encode(value)
+    except Exception:  # a RecursionError, a lone surrogate, a str subclass, ...
+        return False
+    return True
+
+
+def _plain_texts(answers: Mapping[str, AcceptedAnswer]) -> bool:
+    """Whether every text of accepted ``answers`` is a plain ``str`` that encodes: their values,
+    note keys and question ids equal the form's own (clean) ones; custom texts and notes are
+    the bridge's own."""
+    for qid, answer in answers.items():
+        if type(qid) is not str:
+            return False
+        for selection in answer.selections:
+            if type(selection.value) is not str:
+                return False
+        for text in (answer.custom_text, answer.note):
+            if text is not None and (type(text) is not str or not _encodes(text)):
+                return False
+        for key, text in answer.option_notes.items():
+            if type(key) is not str or type(text) is not str or not _encodes(text):
+                return False
+    return True
+
+
+def _refusal(
+    rid: str, fid: str, error: SubmitErrorCode, message: str, cleaned: bool
+) -> SubmitRejection | None:
+    """The rejection, or None when text it echoes does not encode and ``data`` was not
+    ``cleaned`` (then the caller judges a clean copy). On a cleaned copy, text that still does
+    not encode (a class name holding a surrogate, say) is cleaned here."""
+    if not (type(rid) is str and type(fid) is str and (rid + fid + message).isascii()):
+        texts = (rid, fid, message)
+        if not all(type(text) is str and _encodes(text) for text in texts):
+            if not cleaned:
+                return None
+            rid, fid, message = (_utf8(str(text)) for text in texts)
+    return SubmitRejection(request_id=rid, flow_id=fid, error=error, message=message)

@@ -28,6 +28,8 @@ FIGURES = {
         rf" {_NUMBER}x .*{_VERDICT}$",
         rf"^spec examples, invalid submit: +{_NUMBER} us +peer +{_NUMBER} us +ratio"
         rf" {_NUMBER}x .*{_VERDICT}$",
+        rf"^  context: peer with msgspec decode +{_NUMBER} us \({_NUMBER}x the peer; the core is"
+        rf" {_NUMBER}x it\)$",
         rf"^import msgspec +{_NUMBER} ms, import pi_ask_core +{_NUMBER} ms: ratio {_NUMBER}x"
         rf" .*{_VERDICT}$",
         r"^(targets met|TARGETS MISSED: .+)$",
@@ -39,6 +41,7 @@ FIGURES = {
         rf"^  host\.start alone \(subtracted\): +{_NUMBER} us",
         rf"^  parts: started -> FlowView {_NUMBER} us, flows\(\) {_NUMBER} us, AnswerBuilder"
         rf" {_NUMBER} us, respond\(\) {_NUMBER} us",
+        rf"^  context: by hand on the bus: +{_NUMBER} us +\({_NUMBER}x the floor; no views",
         rf"^import pi_ask_sdk: +{_NUMBER} ms +floor import msgspec, asyncio +{_NUMBER} ms"
         rf" +ratio {_NUMBER} \(target < 1\.3\) {_VERDICT}",
         r"^  largest self import times \(ms\): +pi_ask_",

@@ -262,14 +262,50 @@ def test_lone_surrogate_in_form_title_is_replaced_before_started() -> None:
     assert msgspec.json.decode(msgspec.json.encode(started[0]))["title"] == "Plan \ufffd"
 
 
-def test_submit_nested_beyond_the_recursion_limit_is_refused() -> None:
+def test_a_deep_value_where_a_text_is_read_is_refused_for_its_type() -> None:
+    # As the reference: customText must be a string; how deep the array is does not matter.
     host, events = _host()
     deep = nested(TOO_DEEP, "x")
     host.bus.emit(SUBMIT, _submit({"goal": {"customText": deep}}))
     (result,) = [d for c, d in events if c == SUBMIT_RESULT]
     assert isinstance(result, SubmitRejection)
-    assert result.error == "invalid_request"
+    assert result.error == "invalid_answer"
+    assert "customText" in result.message
     assert result.request_id == "r1"
+    assert host.get(FLOW) is not None
+
+
+def test_values_nested_beyond_the_recursion_limit_are_refused_for_their_type() -> None:
+    host, events = _host()
+    host.bus.emit(SUBMIT, _submit({"goal": {"values": nested(TOO_DEEP, "x")}}))
+    (result,) = [d for c, d in events if c == SUBMIT_RESULT]
+    assert isinstance(result, SubmitRejection)
+    assert result.error == "invalid_answer"
+    assert "must be an array of option value strings" in result.message
+    msgspec.json.encode(result)
+    assert host.get(FLOW) is not None
+
+
+def test_a_deep_value_in_a_key_the_rules_ignore_does_not_stop_a_valid_answer() -> None:
+    # The reference never reads an unknown key, however deep its value.
+    host, events = _host()
+    handle = host.get(FLOW)
+    assert handle is not None
+    answer = {"goal": {"values": [handle.questions[0].options[0].value]}}
+    host.bus.emit(SUBMIT, {**_submit(answer), "extra": nested(TOO_DEEP, "x")})
+    assert [c for c, _ in events] == [COMPLETED, SUBMIT_RESULT]
+    assert isinstance(events[1][1], SubmitAck)
+    assert handle.state == "completed"
+
+
+def test_a_submit_to_clean_that_is_too_deep_to_clean_is_refused_as_too_deep() -> None:
+    # A lone surrogate in an echoed id means judging a cleaned copy; one too deep to copy is
+    # refused as invalid_request, its ids cleaned, and the flow stays open.
+    host, events = _host()
+    host.bus.emit(SUBMIT, {**_submit({}), "requestId": "r\ud800", "extra": nested(TOO_DEEP, 1)})
+    (result,) = [d for c, d in events if c == SUBMIT_RESULT]
+    assert isinstance(result, SubmitRejection)
+    assert (result.error, result.request_id) == ("invalid_request", "r\ufffd")
     assert host.get(FLOW) is not None
 
 
@@ -306,3 +342,53 @@ def test_lone_surrogates_in_a_mapping_that_is_not_a_dict_are_replaced_too() -> N
         msgspec.json.encode(data).decode("utf-8")
     result = msgspec.to_builtins(events[0][1])["result"]
     assert result["answers"]["goal"]["customText"] == "go \ufffd"
+
+
+def test_str_subclass_ids_and_texts_are_echoed_as_plain_text() -> None:
+    # A Python caller's str subclasses (msgspec cannot encode them) are judged on a plain copy:
+    # the acknowledgement and the result hold plain str only.
+    class Text(str):
+        pass
+
+    host, events = _host()
+    handle = host.get(FLOW)
+    assert handle is not None
+    value = handle.questions[0].options[0].value
+    answer = {Text(handle.questions[0].id): {"values": [Text(value)], "note": Text("why")}}
+    host.bus.emit(SUBMIT, {**_submit(answer), "requestId": Text("r9"), "flowId": Text(FLOW)})
+    assert [c for c, _ in events] == [COMPLETED, SUBMIT_RESULT]
+    ack = events[1][1]
+    assert isinstance(ack, SubmitAck)
+    assert (type(ack.request_id), type(ack.flow_id)) == (str, str)
+    for _, data in events:
+        msgspec.json.encode(data)
+
+
+def test_a_str_subclass_flow_id_alone_is_echoed_as_the_flows_own_id() -> None:
+    class Text(str):
+        pass
+
+    host, events = _host()
+    handle = host.get(FLOW)
+    assert handle is not None
+    answer = {handle.questions[0].id: {"values": [handle.questions[0].options[0].value]}}
+    host.bus.emit(SUBMIT, {**_submit(answer), "flowId": Text(FLOW)})
+    ack = events[-1][1]
+    assert isinstance(ack, SubmitAck)
+    assert type(ack.flow_id) is str
+    msgspec.json.encode(ack)
+
+
+def test_a_mapping_that_cannot_be_read_whole_is_still_answered() -> None:
+    # Its lone surrogate asks for a cleaned copy, which cannot be made (items() raises): it is
+    # judged as it is, and what is emitted is cleaned.
+    class Stubborn(dict[str, object]):
+        def items(self) -> Any:
+            raise RuntimeError("no")
+
+    host, events = _host()
+    host.bus.emit(SUBMIT, Stubborn({**_submit({"nope": {}}), "requestId": "r\ud800"}))
+    (result,) = [d for c, d in events if c == SUBMIT_RESULT]
+    assert isinstance(result, SubmitRejection)
+    assert (result.error, result.request_id) == ("invalid_answer", "r\ufffd")
+    assert host.get(FLOW) is not None
