@@ -364,12 +364,14 @@ class AnswerBuilder:
         if values and (
             not own or len(values) > 1 or (draft is not None and draft.custom_text is not None)
         ):
-            index = view.__dict__.get(RULES)
-            if index is None:
+            if own:
                 # Own values need only P2-P3 and P5, which read the question's type alone: an
                 # index of the type does, without building the option table (P9 cannot fail).
-                index = _rules(view) if not own else _SHAPES[view.type]
-            name = index.id or str(qid)
+                index: QuestionIndex = _SHAPES[view.type]
+                name: str = qid  # (formatted into a message as its plain text)
+            else:
+                index = view.__dict__.get(RULES) or _rules(view)
+                name = index.id
             problem = check_values(name, values, index)
             if problem is None and draft is not None:
                 problem = check_custom_text(name, draft.custom_text, True, index)
