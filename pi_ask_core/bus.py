@@ -48,7 +48,8 @@ class LocalEventBus:
 
         def unsubscribe() -> None:
             current = self._handlers.get(channel, ())
-            remaining = tuple(pair for pair in current if pair[0] is not token)
+            # (a list, not a generator: tuple(<generator>) can leave a gen-0 GC count behind)
+            remaining = tuple([pair for pair in current if pair[0] is not token])
             if len(remaining) == len(current):
                 return
             if remaining:
