@@ -435,7 +435,10 @@ def check_answer(qid: str, entry: object, index: QuestionIndex) -> AcceptedAnswe
 
 def check_values(qid: str, values: Sequence[str], index: QuestionIndex) -> AnswerProblem | None:
     """Rules P2-P3 of spec §4.3 on selected option values (strings): no value twice
-    (``duplicate_value``), and at most one unless the question is multi (``too_many_values``)."""
+    (``duplicate_value``), and at most one unless the question is multi (``too_many_values``).
+
+    Reads only ``index.type`` and ``index.multi`` (the SDK's builder relies on it: it checks a
+    form's own values against an index of the question's type alone)."""
     count = len(values)
     if count > 1:
         if len(set(values)) != count:
@@ -457,7 +460,9 @@ def check_custom_text(
     qid: str, custom_text: str | None, has_values: bool, index: QuestionIndex
 ) -> AnswerProblem | None:
     """Rule P5 of spec §4.3: non-blank custom text goes with a selected value only on a multi
-    question (``value_with_custom_text``). Blank custom text (None here) is ignored."""
+    question (``value_with_custom_text``). Blank custom text (None here) is ignored.
+
+    Reads only ``index.type`` and ``index.multi``, as ``check_values`` does."""
     if custom_text is not None and has_values and not index.multi:
         return AnswerProblem(
             f'Question "{qid}" is a {index.type} question and cannot combine a selected value '
