@@ -127,18 +127,14 @@ def _builtins(answer: QuestionAnswer) -> dict[str, object]:
     entry: dict[str, object] = {}
     values = answer.values
     if values:
-        plain = entry["values"] = []
-        for value in values:  # _plain inline
-            plain.append(str(value))
+        entry["values"] = _plain(values)
     if answer.custom_text is not None:
         entry["customText"] = answer.custom_text
     if answer.note is not None:
         entry["note"] = answer.note
     notes = answer.option_notes
     if notes:
-        plain_notes = entry["optionNotes"] = {}
-        for value, text in notes:  # _plain_notes inline
-            plain_notes[str(value)] = text
+        entry["optionNotes"] = _plain_notes(notes)
     return entry
 
 
