@@ -484,8 +484,7 @@ class FlowHost:
         if not (
             cleaned
             or (
-                type(rid) is str
-                and _encodes(rid)
+                _is_plain(rid)
                 and (accepted is None or _json(data) or _plain_texts(accepted.answers))
             )
         ):
@@ -497,7 +496,7 @@ class FlowHost:
             return _refusal(
                 rid, fid, "invalid_answer", f"The answer cannot be recorded: {exc}.", True
             )
-        if cleaned and not (type(rid) is str and _encodes(rid)):
+        if cleaned and not _is_plain(rid):
             rid = _utf8(str(rid))  # a copy that could not be cleaned
         # The active flow's own id: the submitted one is equal, but may be a str subclass.
         return SubmitAck(request_id=rid, flow_id=handle.flow_id)
@@ -566,8 +565,11 @@ def _too_deep(data: object) -> SubmitRejection:
     )
 
 
-def _encodes(text: str) -> bool:
-    """Whether ``text`` is valid UTF-8 text (holds no lone surrogate)."""
+def _is_plain(text: object) -> bool:
+    """Whether ``text`` is a plain ``str`` (msgspec does not encode a subclass) that is valid
+    UTF-8 text (holds no lone surrogate)."""
+    if type(text) is not str:
+        return False
     if text.isascii():
         return True
     try:
@@ -597,10 +599,10 @@ def _plain_texts(answers: Mapping[str, AcceptedAnswer]) -> bool:
             if type(selection.value) is not str:
                 return False
         for text in (answer.custom_text, answer.note):
-            if text is not None and (type(text) is not str or not _encodes(text)):
+            if text is not None and not _is_plain(text):
                 return False
         for key, text in answer.option_notes.items():
-            if type(key) is not str or type(text) is not str or not _encodes(text):
+            if type(key) is not str or not _is_plain(text):
                 return False
     return True
 
@@ -613,7 +615,7 @@ def _refusal(
     not encode (a class name holding a surrogate, say) is cleaned here."""
     if not (type(rid) is str and type(fid) is str and (rid + fid + message).isascii()):
         texts = (rid, fid, message)
-        if not all(type(text) is str and _encodes(text) for text in texts):
+        if not all(_is_plain(text) for text in texts):
             if not cleaned:
                 return None
             rid, fid, message = (_utf8(str(text)) for text in texts)
