@@ -366,7 +366,7 @@ class AnswerBuilder:
                 index: QuestionIndex = _SHAPES[view.type]
                 name: str = qid  # (formatted into a message as its plain text)
             else:
-                index = view.__dict__.get(RULES) or _rules(view)
+                index = _rules(view)
                 name = index.id
             problem = check_values(name, values, index)
             if problem is None and draft is not None:
@@ -429,7 +429,7 @@ class AnswerBuilder:
                 draft.option_notes.pop(value, None)
             return self
         if type(value) is not _OptionValue or value._question_id is not view.id:  # not own
-            index = view.__dict__.get(RULES) or _rules(view)
+            index = _rules(view)
             problem = check_option_notes(index.id, {value: text}, index)
             if isinstance(problem, AnswerProblem):
                 raise self._refuse(view, problem)
