@@ -336,14 +336,12 @@ class BridgeClient:
 
     def _prepare(self, flow: FlowView, response: Response, request_id: str | None) -> SubmitTicket:
         """The checks made before sending, and the armed waiter's ticket."""
-        if self._state != "open":
-            self._require("submit")
+        self._require("submit")
         flow_id = flow.flow_id
         if response.flow_id != flow_id:
             raise FlowMismatch(flow_id, response.flow_id)
         book = self._book
-        if flow_id in book.closed:
-            book.refuse_closed(flow_id)
+        book.refuse_closed(flow_id)
         rid = book.request_id(self._prefix, request_id)
         loop = self._loop
         assert loop is not None  # set by open(), checked by _require
