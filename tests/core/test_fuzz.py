@@ -344,12 +344,12 @@ def test_lone_surrogates_in_a_mapping_that_is_not_a_dict_are_replaced_too() -> N
     assert result["answers"]["goal"]["customText"] == "go \ufffd"
 
 
-def test_str_subclass_ids_and_texts_are_echoed_as_plain_text() -> None:
-    # A Python caller's str subclasses (msgspec cannot encode them) are judged on a plain copy:
-    # the acknowledgement and the result hold plain str only.
-    class Text(str):
-        pass
+class Text(str):
+    """A Python caller's ``str`` subclass (msgspec cannot encode one)."""
 
+
+def test_str_subclass_ids_and_texts_are_echoed_as_plain_text() -> None:
+    # Judged on a plain copy: the acknowledgement and the result hold plain str only.
     host, events = _host()
     handle = host.get(FLOW)
     assert handle is not None
@@ -365,9 +365,6 @@ def test_str_subclass_ids_and_texts_are_echoed_as_plain_text() -> None:
 
 
 def test_a_str_subclass_flow_id_alone_is_echoed_as_the_flows_own_id() -> None:
-    class Text(str):
-        pass
-
     host, events = _host()
     handle = host.get(FLOW)
     assert handle is not None
