@@ -93,14 +93,16 @@ def is_committed(answer: AskResultAnswer) -> bool:
 
 
 def summarize_question(question: AskQuestion) -> AskQuestionSummary:
-    requested = question.requested
-    presented = question.presented_type
+    # ``question.requested`` spelled out: a property call costs as much as the rest of this.
+    requested, presented = question.requested_type, question.presented_type
+    if requested is UNSET:
+        requested = question.type
     return AskQuestionSummary(
         id=question.id,
         label=question.label,
         prompt=question.prompt,
         type=requested,
-        presented_type=presented if presented is not UNSET and presented != requested else UNSET,
+        presented_type=UNSET if presented == requested else presented,
     )
 
 
@@ -114,8 +116,9 @@ def _context_option(option: AskOption) -> ContextOption:
     )
 
 
-def _question_context(question: AskQuestion) -> ElaborationQuestionContext:
-    summary = summarize_question(question)
+def _question_context(
+    question: AskQuestion, summary: AskQuestionSummary
+) -> ElaborationQuestionContext:
     return ElaborationQuestionContext(
         id=summary.id,
         label=summary.label,
@@ -127,11 +130,14 @@ def _question_context(question: AskQuestion) -> ElaborationQuestionContext:
 
 
 def _elaboration_items(
-    question: AskQuestion, accepted: AcceptedAnswer, serialized: AskResultAnswer
+    question: AskQuestion,
+    summary: AskQuestionSummary,
+    accepted: AcceptedAnswer,
+    serialized: AskResultAnswer,
 ) -> list[ElaborationItem]:
     answered = bool(accepted.selections) or accepted.custom_text is not None
     answer = serialized if answered else UNSET
-    context = _question_context(question)
+    context = _question_context(question, summary)
     items = []
     if accepted.note is not None:
         items.append(
@@ -174,6 +180,7 @@ def build_result(
 
     A cancelled result always uses submit rules (§5.6) whatever ``mode`` says.
     """
+    summaries = [summarize_question(q) for q in form.questions]
     if cancelled or mode == "submit":
         kept = {}
         for qid, answer in answers.items():
@@ -181,15 +188,16 @@ def build_result(
             if not is_empty(serialized_answer):
                 kept[qid] = serialized_answer
         return AskResult(
-            title=form.title,
-            cancelled=cancelled,
-            mode="submit",
-            questions=[summarize_question(q) for q in form.questions],
-            answers=kept,
+            title=form.title, cancelled=cancelled, mode="submit", questions=summaries, answers=kept
         )
     serialized = {qid: serialize_answer(answer) for qid, answer in answers.items()}
     kept = {qid: a for qid, a in serialized.items() if is_committed(a)}
-    summaries = [summarize_question(q) for q in form.questions]
+    items: list[ElaborationItem] = []
+    for question, summary in zip(form.questions, summaries, strict=True):
+        accepted = answers.get(question.id)
+        # Only a note or option notes make items: no context is built for the other answers.
+        if accepted is not None and (accepted.note is not None or accepted.option_notes):
+            items += _elaboration_items(question, summary, accepted, serialized[question.id])
     return AskResult(
         title=form.title,
         cancelled=False,
@@ -197,15 +205,7 @@ def build_result(
         questions=summaries,
         answers=kept,
         continuation=_continuation(form.questions, answers, kept),
-        elaboration=AskElaborationPayload(
-            instruction=ELABORATION_INSTRUCTION,
-            items=[
-                item
-                for question in form.questions
-                if (accepted := answers.get(question.id)) is not None
-                for item in _elaboration_items(question, accepted, serialized[question.id])
-            ],
-        ),
+        elaboration=AskElaborationPayload(instruction=ELABORATION_INSTRUCTION, items=items),
     )
 
 
