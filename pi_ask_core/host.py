@@ -407,7 +407,7 @@ class FlowHost:
             self._detach(replaced)
         self._active[flow_id] = handle
         if self._schedule is None:
-            handle._announce()
+            self._emit_started(handle)  # (the flow was just opened: _announce's guard holds)
         else:
             self._schedule(handle._announce)
         return handle

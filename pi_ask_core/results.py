@@ -23,6 +23,7 @@ from .protocol import (
     ElaborationQuestionContext,
     OptionTarget,
     QuestionState,
+    QuestionStatus,
     QuestionTarget,
     ResultMode,
 )
@@ -43,6 +44,13 @@ ELABORATION_INSTRUCTION: Final = (
     "answers. Afterwards ask again only the questions that still need a choice, and do not move "
     "on to new questions until the notes are resolved."
 )
+
+# Immutable leaves (frozen, no lists inside), so every result can hold the same ones.
+_QUESTION_TARGET: Final = QuestionTarget()
+_STATES: Final[dict[QuestionStatus, QuestionState]] = {
+    status: QuestionState(status=status)
+    for status in ("answered", "needs_clarification", "unanswered")
+}
 
 
 def serialize_answer(answer: AcceptedAnswer) -> AskResultAnswer:
@@ -142,13 +150,15 @@ def _elaboration_items(
     if accepted.note is not None:
         items.append(
             ElaborationItem(
-                target=QuestionTarget(),
+                target=_QUESTION_TARGET,
                 question=context,
                 answered=answered,
                 answer=answer,
                 note=accepted.note,
             )
         )
+    if not accepted.option_notes:
+        return items
     options = {option.value: option for option in question.options}
     selected = {s.value for s in accepted.selections}
     for value, note in accepted.option_notes.items():
@@ -222,12 +232,12 @@ def _continuation(
         accepted = answers.get(qid)
         if accepted is not None and (accepted.note is not None or accepted.option_notes):
             affected.append(qid)
-            states.append((qid, QuestionState(status="needs_clarification")))
+            states.append((qid, _STATES["needs_clarification"]))
         elif qid in kept:
             preserved.append((qid, kept[qid]))
-            states.append((qid, QuestionState(status="answered")))
+            states.append((qid, _STATES["answered"]))
         else:
-            states.append((qid, QuestionState(status="unanswered")))
+            states.append((qid, _STATES["unanswered"]))
     return AskContinuationPayload(
         affected_question_ids=affected,
         preserved_answers=js_object(preserved),
