@@ -24,6 +24,7 @@ from typing import Final, Literal, TypeAlias, final
 
 import msgspec
 from msgspec import UNSET
+from msgspec.structs import replace
 from typing_extensions import Self
 
 from pi_ask_core import AnswerResponse, CancelResponse, QuestionType, RemoteAnswer, ResultMode
@@ -210,15 +211,6 @@ Response: TypeAlias = Answer | Cancel
 """What ``BridgeClient.submit`` sends; tagged by ``kind``."""
 
 
-class _Draft(msgspec.Struct, gc=False):
-    """One question's answer while it is built (a Struct: made in C, one per question)."""
-
-    values: tuple[OptionValue, ...] = ()
-    custom_text: str | None = None
-    note: str | None = None
-    option_notes: dict[OptionValue, str] | None = None
-
-
 def _rules(view: QuestionView) -> QuestionIndex:
     """The host's lookup table for a question (value -> label and 1-based position), built
     from its view's wire options on first use and kept on the view (views are immutable)."""
@@ -249,7 +241,7 @@ class AnswerBuilder:
     builder as it was.
     """
 
-    __slots__ = ("_drafts", "_flow", "_mode")
+    __slots__ = ("_answers", "_flow", "_mode")
 
     def __init__(self, flow: FlowView, *, mode: ResultMode = _SUBMIT) -> None:
         if not isinstance(flow, FlowView):
@@ -259,7 +251,9 @@ class AnswerBuilder:
         self._mode: ResultMode = (
             _SUBMIT if mode is _SUBMIT else self._checked_mode("AnswerBuilder", mode)
         )
-        self._drafts: dict[QuestionId, _Draft] = {}
+        # Each question's answer so far, immutable and replaced by each call that changes it:
+        # ``build()`` then copies them as they are, and a call that raises changes nothing.
+        self._answers: dict[QuestionId, QuestionAnswer] = {}
 
     @property
     def flow(self) -> FlowView:
@@ -319,7 +313,7 @@ class AnswerBuilder:
 
     # --- the host's checks ---
     #
-    # A kept draft always passes every rule, so a call checks only the rules that involve what
+    # A kept answer always passes every rule, so a call checks only the rules that involve what
     # it changes, in the host's order, and only those that can fail: the JSON-type rules cannot
     # (arguments are typed and checked); nor can P2-P3 for one value (the host skips them too);
     # nor P9/P10 (unknown value, unknown option note) for a value this very question view
@@ -355,10 +349,10 @@ class AnswerBuilder:
                     break
         else:  # the common case: this question's own OptionValues (no call per value)
             values = options  # type: ignore[assignment]  # all OptionValues, checked above
-        drafts = self._drafts
-        draft = drafts.get(qid)
+        answers = self._answers
+        before = answers.get(qid)
         if values and (
-            not own or len(values) > 1 or (draft is not None and draft.custom_text is not None)
+            not own or len(values) > 1 or (before is not None and before.custom_text is not None)
         ):
             if own:
                 # Own values need only P2-P3 and P5, which read the question's type alone: an
@@ -369,17 +363,14 @@ class AnswerBuilder:
                 index = _rules(view)
                 name = index.id
             problem = check_values(name, values, index)
-            if problem is None and draft is not None:
-                problem = check_custom_text(name, draft.custom_text, True, index)
+            if problem is None and before is not None:
+                problem = check_custom_text(name, before.custom_text, True, index)
             if problem is None and not own:
                 selections = check_selections(index.id, values, index)
                 problem = selections if isinstance(selections, AnswerProblem) else None
             if problem is not None:
                 raise self._refuse(view, problem)
-        if draft is None:
-            drafts[qid] = _Draft(values)
-        else:
-            draft.values = values
+        answers[qid] = QuestionAnswer(values) if before is None else replace(before, values=values)
         return self
 
     def custom_text(self, question: QuestionView | QuestionId, text: str) -> Self:
@@ -387,15 +378,16 @@ class AnswerBuilder:
         view = self._question("custom_text", question)
         text = self._checked_text("custom_text", "text", text)
         custom = None if is_blank(text) else text
-        draft = self._drafts.get(view.id)
-        if draft is None:
-            draft = self._drafts[view.id] = _Draft()
-        elif custom is not None:
+        before = self._answers.get(view.id)
+        if before is None:
+            self._answers[view.id] = QuestionAnswer(custom_text=custom)
+            return self
+        if custom is not None:
             index = _rules(view)
-            problem = check_custom_text(index.id, custom, bool(draft.values), index)
+            problem = check_custom_text(index.id, custom, bool(before.values), index)
             if problem is not None:
                 raise self._refuse(view, problem)
-        draft.custom_text = custom
+        self._answers[view.id] = replace(before, custom_text=custom)
         return self
 
     def note(self, question: QuestionView | QuestionId, text: str) -> Self:
@@ -404,11 +396,10 @@ class AnswerBuilder:
         if type(text) is not str and not isinstance(text, str):
             raise InvalidArgument("note", "text", "a str", text)
         note = None if is_blank(text) else text
-        draft = self._drafts.get(view.id)
-        if draft is None:
-            self._drafts[view.id] = _Draft(note=note)
-        else:
-            draft.note = note
+        before = self._answers.get(view.id)
+        self._answers[view.id] = (
+            QuestionAnswer(note=note) if before is None else replace(before, note=note)
+        )
         return self
 
     def option_note(
@@ -423,22 +414,27 @@ class AnswerBuilder:
         )
         if type(text) is not str and not isinstance(text, str):
             raise InvalidArgument("option_note", "text", "a str", text)
-        draft = self._drafts.get(view.id)
+        before = self._answers.get(view.id)
         if is_blank(text):
-            if draft is not None and draft.option_notes is not None:
-                draft.option_notes.pop(value, None)
+            if before is not None and before.option_notes:
+                notes = dict(before.option_notes)
+                if notes.pop(value, None) is not None:
+                    self._answers[view.id] = replace(before, option_notes=tuple(notes.items()))
             return self
         if type(value) is not _OptionValue or value._question_id is not view.id:  # not own
             index = _rules(view)
             problem = check_option_notes(index.id, {value: text}, index)
             if isinstance(problem, AnswerProblem):
                 raise self._refuse(view, problem)
-        if draft is None:
-            self._drafts[view.id] = _Draft(option_notes={value: text})
-        elif draft.option_notes is None:
-            draft.option_notes = {value: text}
+        if before is None:
+            self._answers[view.id] = QuestionAnswer(option_notes=((value, text),))
+        elif not before.option_notes:
+            self._answers[view.id] = replace(before, option_notes=((value, text),))
         else:
-            draft.option_notes[value] = text
+            # A note replaces the value's earlier one in its place (the notes are a dict's items).
+            notes = dict(before.option_notes)
+            notes[value] = text
+            self._answers[view.id] = replace(before, option_notes=tuple(notes.items()))
         return self
 
     def mode(self, mode: ResultMode) -> Self:
@@ -447,16 +443,7 @@ class AnswerBuilder:
         return self
 
     def build(self) -> Answer:
-        answer = QuestionAnswer
-        answers = []
-        for qid, d in self._drafts.items():  # a plain loop: cheaper than a comprehension
-            notes = d.option_notes
-            answers.append(
-                (qid, answer(d.values, d.custom_text, d.note, tuple(notes.items())))
-                if notes
-                else (qid, answer(d.values, d.custom_text, d.note))
-            )
-        return _BuiltAnswer(self._flow.flow_id, tuple(answers), self._mode)
+        return _BuiltAnswer(self._flow.flow_id, tuple(self._answers.items()), self._mode)
 
 
 # --- explicit approval mappings -----------------------------------------------------------------

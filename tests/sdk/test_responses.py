@@ -472,3 +472,36 @@ def test_to_builtins_is_the_wire_as_decoded_json_in_the_same_order(flow: FlowVie
         wire = msgspec.json.encode(response.to_wire())
         assert msgspec.json.encode(response.to_builtins()) == wire
         assert response.to_builtins() == msgspec.to_builtins(response.to_wire())
+
+
+def test_later_calls_replace_in_place_and_never_change_a_built_answer(flow: FlowView) -> None:
+    # The builder keeps each question's answer as it stands; build() hands out those values,
+    # so what later calls change must not show in an answer built before them.
+    deploy, targets = flow.question("deploy"), flow.question("targets")
+    yes, no = deploy.value("yes"), deploy.value("no")
+    builder = (
+        AnswerBuilder(flow)
+        .option_note(deploy, yes, "tempting")
+        .option_note(deploy, no, "safe")
+        .note(deploy, "after QA")
+        .select(deploy, yes)
+    )
+    first = builder.build()
+    builder.option_note(deploy, yes, "changed").select(deploy, no).note(deploy, " ")
+    builder.option_note(deploy, no, "").option_note(targets, targets.value("eu"), " ")
+    assert first.get("deploy") == QuestionAnswer(
+        (yes,), None, "after QA", ((yes, "tempting"), (no, "safe"))
+    )
+    # A replaced note keeps its place; a blank one removes the note; a blank note on a
+    # question with no answer yet adds nothing.
+    assert builder.build().answers == (
+        ("deploy", QuestionAnswer((no,), None, None, ((yes, "changed"),))),
+    )
+    # A view of the same question of an identical form serves as this form's own.
+    twin = view_of(MULTI_FORM, tool_call_id="plan").question("targets")
+    answer = builder.select(twin, twin.value("us")).custom_text(twin, "mars").build()
+    assert answer.get("targets") == QuestionAnswer((twin.value("us"),), "mars")
+    assert msgspec.to_builtins(answer.to_wire())["answers"]["targets"] == {
+        "values": ["us"],
+        "customText": "mars",
+    }
