@@ -9,7 +9,7 @@ name the offending field, question id or option value.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Final, Literal, TypeGuard, TypeVar
+from typing import Final, Literal, TypeGuard, TypeVar, final
 
 import msgspec
 
@@ -59,6 +59,13 @@ _ABSENT: Final = object()
 _Key = TypeVar("_Key", bound=str)
 
 
+# SubmitError and AnswerProblem are final: the checks' results are told apart with
+# ``type(x) is AnswerProblem``. (``isinstance`` against a Struct class goes through its
+# metaclass's ``__instancecheck__``, several times slower when it fails, as it does for every
+# valid answer.)
+
+
+@final
 class SubmitError(msgspec.Struct, frozen=True, gc=False):
     """A refused submit: the ``error``/``message`` of the ``submit-result`` and the echoed ids."""
 
@@ -77,6 +84,7 @@ class Envelope(msgspec.Struct, frozen=True, gc=False):
     response: Mapping[str, object]
 
 
+@final
 class AnswerProblem(msgspec.Struct, frozen=True, gc=False):
     """Why an answer response was refused (reported as ``invalid_answer`` with ``message``)."""
 
@@ -307,7 +315,7 @@ def check_answer_response(
         mode = "submit"  # the common case, without a call
     else:
         checked = check_mode(raw_mode)
-        if isinstance(checked, AnswerProblem):
+        if type(checked) is AnswerProblem:
             return checked
         mode = checked
     questions = form.questions
@@ -325,7 +333,7 @@ def check_answer_response(
                 "unknown_question",
             )
         answer = check_answer(key, answers[key], index)
-        if isinstance(answer, AnswerProblem):
+        if type(answer) is AnswerProblem:
             return answer
         accepted[key] = answer
     return AcceptedResponse(mode, accepted)
@@ -420,11 +428,11 @@ def check_answer(qid: str, entry: object, index: QuestionIndex) -> AcceptedAnswe
             )
         notes = raw_notes
     selections = check_selections(qid, values, index) if values else ()
-    if isinstance(selections, AnswerProblem):
+    if type(selections) is AnswerProblem:
         return selections
     if notes:
         kept = check_option_notes(qid, notes, index)
-        if isinstance(kept, AnswerProblem):
+        if type(kept) is AnswerProblem:
             return kept
         return AcceptedAnswer(selections, custom_text, note, kept)
     return AcceptedAnswer(selections, custom_text, note)

@@ -560,7 +560,11 @@ def parse_form_indexed(
     cwd: str | os.PathLike[str] | None = None,
 ) -> tuple[Form, FormIndex]:
     """``parse_form``, and the form's answer-lookup tables (what a host checks submits with)."""
-    raw = msgspec.to_builtins(params) if isinstance(params, AskParams) else params
+    raw = (
+        msgspec.to_builtins(params)
+        if type(params) is not dict and isinstance(params, AskParams)
+        else params
+    )
     plain = _plain_form(raw, present_single_as_multi)
     if plain is not None:
         return plain

@@ -237,7 +237,7 @@ class FlowHandle:
         if raw.get("kind") == "cancel":
             return self.cancel()
         decision = check_answer_response(raw, self._index)
-        if isinstance(decision, AnswerProblem):
+        if type(decision) is AnswerProblem:
             raise SubmitRefused("invalid_answer", decision.message)
         return self._finish(decision, verified=verified)
 
@@ -262,7 +262,7 @@ class FlowHandle:
         except _TooDeep:
             raise SubmitRefused("invalid_answer", _TOO_DEEP) from None
         decision = check_answer_response({"kind": "answer", "answers": answers}, self._index)
-        if isinstance(decision, AnswerProblem):
+        if type(decision) is AnswerProblem:
             raise SubmitRefused("invalid_answer", decision.message)
         self._local = dict(decision.answers)
         self._local_verified = verified
@@ -456,7 +456,7 @@ class FlowHost:
         """The verdict on ``data`` (applied when accepted), or None when ``data`` is not
         ``cleaned`` and the verdict would emit text that does not encode (nothing applied)."""
         envelope = parse_envelope(data)
-        if isinstance(envelope, SubmitError):
+        if type(envelope) is SubmitError:
             return _refusal(
                 envelope.request_id, envelope.flow_id, envelope.code, envelope.message, cleaned
             )
@@ -474,7 +474,7 @@ class FlowHost:
         accepted: AcceptedResponse | None = None
         if kind != "cancel":
             decision = check_answer_response(envelope.response, handle._index)
-            if isinstance(decision, AnswerProblem):
+            if type(decision) is AnswerProblem:
                 return _refusal(rid, fid, "invalid_answer", decision.message, cleaned)
             accepted = decision
         # What is emitted now: the echoed request id (the flow id is the active flow's own),
