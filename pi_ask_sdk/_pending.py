@@ -13,7 +13,7 @@ import os
 from collections import OrderedDict
 from typing import Literal, TypeAlias
 
-from pi_ask_core import SubmitResultEvent
+from pi_ask_core import SubmitAck, SubmitResultEvent
 
 from .errors import (
     ConnectionLost,
@@ -214,19 +214,23 @@ class SubmitBook:
         if self.pending.get(pending.request_id) is pending:
             del self.pending[pending.request_id]
 
-    def take(self, ack: SubmitResultEvent) -> PendingSubmit | None:
-        """The waiter ``ack`` answers, removed; ``None`` for another bridge's submit."""
+    def acknowledged(self, ack: SubmitResultEvent, open_flows: dict[FlowId, FlowView]) -> None:
+        """Decide the waiter ``ack`` answers; nothing for another bridge's submit (matched by
+        ``requestId`` and ``flowId``: acknowledgements are broadcast). An accepted submit's flow
+        leaves ``open_flows`` and waits for ``completed``; one the host no longer knows leaves
+        it too. (One method for the whole acknowledgement: it runs once per submit.)"""
         pending = self.pending.get(ack.request_id)
         if pending is None or pending.flow_id != ack.flow_id:
-            return None
+            return
         del self.pending[ack.request_id]
-        return pending
-
-    def accepted(self, pending: PendingSubmit, flow: FlowView | None) -> None:
-        """The host accepted ``pending``'s submit: its flow waits for ``completed``."""
-        pending.flow = flow
-        if self.closed.get(pending.flow_id) != "completed":
-            self.remember(pending.flow_id, pending)
+        flow_id = pending.flow_id
+        if isinstance(ack, SubmitAck):
+            pending.flow = open_flows.pop(flow_id, None)  # kept from acceptance to completion
+            if self.closed.get(flow_id) != "completed":
+                self.remember(flow_id, pending)
+        elif ack.error == "flow_not_found":
+            open_flows.pop(flow_id, None)
+        pending.decide(ack)
 
     def completed(self, flow_id: FlowId, completion: FlowCompleted) -> None:
         """Hand ``completion`` to every waiter of ``flow_id``, and remember it completed."""
