@@ -424,7 +424,7 @@ class FlowHost:
 
     def handle_submit(self, data: object) -> None:
         """The submit-channel handler: decide, apply, and emit the acknowledgement."""
-        self._bus.emit(SUBMIT_RESULT, self.resolve_submit(data))
+        self._bus.emit(SUBMIT_RESULT, self._judge(data, False))
 
     def resolve_submit(self, data: object) -> SubmitResultEvent:
         """Apply one submit and return its acknowledgement (``completed`` is emitted here).
@@ -438,68 +438,89 @@ class FlowHost:
         where they read it is refused for its type. A flow whose result cannot be built stays
         open and the submit is refused.
         """
+        return self._judge(data, False)
+
+    def _judge(self, data: object, cleaned: bool) -> SubmitResultEvent:
+        """``resolve_submit``'s verdict on ``data`` (applied when accepted); when ``data`` is
+        not ``cleaned`` and the verdict would emit text that does not encode, nothing is
+        applied and a cleaned copy is judged instead.
+
+        (The whole of ``resolve_submit``, with one exit for refusals: every call layer costs
+        as much as a check on the path of a refused submit.)
+        """
         if type(data) is not dict and isinstance(data, msgspec.Struct):
             try:
                 data = msgspec.to_builtins(data)
             except (TypeError, ValueError, RecursionError):
                 data = None
         try:
-            verdict = self._judge(data, False)
-            if verdict is None:  # it would emit text that does not encode: judge a clean copy
-                verdict = self._judge(_clean_json(data)[0], True)
+            envelope = parse_envelope(data)
+            error: SubmitErrorCode
+            if type(envelope) is SubmitError:
+                rid, fid, error, message = (
+                    envelope.request_id,
+                    envelope.flow_id,
+                    envelope.code,
+                    envelope.message,
+                )
+            else:
+                rid, fid = envelope.request_id, envelope.flow_id
+                handle = self._active.get(fid)
+                if handle is None:
+                    error = "flow_not_found"
+                    message = (
+                        f'No ask flow "{fid}" is active: it never started, already completed, '
+                        "or was closed."
+                    )
+                else:
+                    decision = (
+                        None
+                        if envelope.kind == "cancel"
+                        else check_answer_response(envelope.response, handle._index)
+                    )
+                    if type(decision) is AnswerProblem:
+                        error, message = "invalid_answer", decision.message
+                    else:
+                        # What is emitted now: the echoed request id (the flow id is the active
+                        # flow's own), and the accepted texts. One encode of the whole submit
+                        # is the cheap proof for the common clean case; when it fails (odd
+                        # text, or a key the rules ignore holding something deep or not JSON),
+                        # the texts used are checked one by one.
+                        if not (
+                            cleaned
+                            or (
+                                _is_plain(rid)
+                                and (
+                                    decision is None
+                                    or _json(data)
+                                    or _plain_texts(decision.answers)
+                                )
+                            )
+                        ):
+                            return self._judge(_clean_json(data)[0], True)
+                        try:
+                            # A cleaned copy's result is encoded to be sure (what is left of it
+                            # is unchecked).
+                            handle._finish(decision, verified=not cleaned)
+                        except (TypeError, ValueError, OverflowError) as exc:  # cannot encode
+                            return _refusal(
+                                rid,
+                                fid,
+                                "invalid_answer",
+                                f"The answer cannot be recorded: {exc}.",
+                            )
+                        if cleaned and not _is_plain(rid):
+                            rid = _utf8(str(rid))  # a copy that could not be cleaned
+                        # The active flow's own id: the submitted one is equal, but may be a
+                        # str subclass.
+                        return SubmitAck(request_id=rid, flow_id=handle.flow_id)
+            if not (type(rid) is str and type(fid) is str and (rid + fid + message).isascii()):
+                if not cleaned and not (_is_plain(rid) and _is_plain(fid) and _is_plain(message)):
+                    return self._judge(_clean_json(data)[0], True)
+                return _refusal(rid, fid, error, message)
+            return SubmitRejection(request_id=rid, flow_id=fid, error=error, message=message)
         except (_TooDeep, RecursionError):
             return _too_deep(data)
-        assert verdict is not None  # a cleaned copy always gives one
-        return verdict
-
-    def _judge(self, data: object, cleaned: bool) -> SubmitResultEvent | None:
-        """The verdict on ``data`` (applied when accepted), or None when ``data`` is not
-        ``cleaned`` and the verdict would emit text that does not encode (nothing applied)."""
-        envelope = parse_envelope(data)
-        if type(envelope) is SubmitError:
-            return _refusal(
-                envelope.request_id, envelope.flow_id, envelope.code, envelope.message, cleaned
-            )
-        rid, fid, kind = envelope.request_id, envelope.flow_id, envelope.kind
-        handle = self._active.get(fid)
-        if handle is None:
-            return _refusal(
-                rid,
-                fid,
-                "flow_not_found",
-                f'No ask flow "{fid}" is active: it never started, already completed, or was '
-                "closed.",
-                cleaned,
-            )
-        accepted: AcceptedResponse | None = None
-        if kind != "cancel":
-            decision = check_answer_response(envelope.response, handle._index)
-            if type(decision) is AnswerProblem:
-                return _refusal(rid, fid, "invalid_answer", decision.message, cleaned)
-            accepted = decision
-        # What is emitted now: the echoed request id (the flow id is the active flow's own),
-        # and the accepted texts. One encode of the whole submit is the cheap proof for the
-        # common clean case; when it fails (odd text, or a key the rules ignore holding
-        # something deep or not JSON), the texts used are checked one by one.
-        if not (
-            cleaned
-            or (
-                _is_plain(rid)
-                and (accepted is None or _json(data) or _plain_texts(accepted.answers))
-            )
-        ):
-            return None
-        try:
-            # A cleaned copy's result is encoded to be sure (what is left of it is unchecked).
-            handle._finish(accepted, verified=not cleaned)
-        except (TypeError, ValueError, OverflowError) as exc:  # the result cannot be encoded
-            return _refusal(
-                rid, fid, "invalid_answer", f"The answer cannot be recorded: {exc}.", True
-            )
-        if cleaned and not _is_plain(rid):
-            rid = _utf8(str(rid))  # a copy that could not be cleaned
-        # The active flow's own id: the submitted one is equal, but may be a str subclass.
-        return SubmitAck(request_id=rid, flow_id=handle.flow_id)
 
     # --- called by handles ---
 
@@ -607,16 +628,10 @@ def _plain_texts(answers: Mapping[str, AcceptedAnswer]) -> bool:
     return True
 
 
-def _refusal(
-    rid: str, fid: str, error: SubmitErrorCode, message: str, cleaned: bool
-) -> SubmitRejection | None:
-    """The rejection, or None when text it echoes does not encode and ``data`` was not
-    ``cleaned`` (then the caller judges a clean copy). On a cleaned copy, text that still does
-    not encode (a class name holding a surrogate, say) is cleaned here."""
-    if not (type(rid) is str and type(fid) is str and (rid + fid + message).isascii()):
-        texts = (rid, fid, message)
-        if not all(_is_plain(text) for text in texts):
-            if not cleaned:
-                return None
-            rid, fid, message = (_utf8(str(text)) for text in texts)
+def _refusal(rid: str, fid: str, error: SubmitErrorCode, message: str) -> SubmitRejection:
+    """The rejection, its texts cleaned where they still do not encode (on a cleaned copy: a
+    class name holding a surrogate, say; or a result that cannot be recorded)."""
+    texts = (rid, fid, message)
+    if not all(_is_plain(text) for text in texts):
+        rid, fid, message = (_utf8(str(text)) for text in texts)
     return SubmitRejection(request_id=rid, flow_id=fid, error=error, message=message)
