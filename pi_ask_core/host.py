@@ -514,7 +514,14 @@ class FlowHost:
                         # The active flow's own id: the submitted one is equal, but may be a
                         # str subclass.
                         return SubmitAck(request_id=rid, flow_id=handle.flow_id)
-            if not (type(rid) is str and type(fid) is str and (rid + fid + message).isascii()):
+            # (Three isascii calls cost less than joining the texts to check them at once.)
+            if not (
+                type(rid) is str
+                and type(fid) is str
+                and rid.isascii()
+                and fid.isascii()
+                and message.isascii()
+            ):
                 if not cleaned and not (_is_plain(rid) and _is_plain(fid) and _is_plain(message)):
                     return self._judge(_clean_json(data)[0], True)
                 return _refusal(rid, fid, error, message)
