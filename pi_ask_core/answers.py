@@ -321,10 +321,11 @@ def check_answer_response(
     questions = form.questions
     accepted: dict[str, AcceptedAnswer] = {}
     keys: Iterable[str] = answers
-    for key in answers:
-        if type(key) is not str or key[:1].isdigit():
-            keys = js_ordered_keys(answers)  # JavaScript puts array-index keys first
-            break
+    if len(answers) > 1:  # (one key has no order to fix)
+        for key in answers:
+            if type(key) is not str or key[:1].isdigit():
+                keys = js_ordered_keys(answers)  # JavaScript puts array-index keys first
+                break
     for key in keys:
         index = questions.get(key) if isinstance(key, str) else None
         if index is None:
