@@ -266,8 +266,10 @@ def parse_envelope(data: object) -> Envelope | SubmitError:
         return SubmitError(
             "invalid_request", f"A submit must be a JSON object, not {_kind_of(data)}.", "", ""
         )
-    get = data.get
-    request_id, flow_id, version = get("requestId"), get("flowId"), get("version", _ABSENT)
+    # ``data.get(...)`` each time: a bound ``get = data.get`` is a method object, allocated
+    # and freed per call, that costs more than the attribute lookups it saves.
+    request_id, flow_id = data.get("requestId"), data.get("flowId")
+    version = data.get("version", _ABSENT)
     rid = request_id if isinstance(request_id, str) else ""
     fid = flow_id if isinstance(flow_id, str) else ""
     if not ((type(version) is int and version == 1) or _is_version_one(version)):
@@ -279,7 +281,7 @@ def parse_envelope(data: object) -> Envelope | SubmitError:
         return SubmitError("invalid_request", _NO_REQUEST_ID, rid, fid)
     if not fid:
         return SubmitError("invalid_request", _NO_FLOW_ID, rid, fid)
-    response = get("response")
+    response = data.get("response")
     if not (type(response) is dict or _is_object(response)):
         return SubmitError(
             "invalid_request",
@@ -373,8 +375,7 @@ def check_answer(qid: str, entry: object, index: QuestionIndex) -> AcceptedAnswe
             f'The answer for question "{qid}" must be an object, not {_kind_of(entry)}.',
             "answer_not_object",
         )
-    get = entry.get
-    raw_values = get("values", _ABSENT)
+    raw_values = entry.get("values", _ABSENT)  # (no bound get: see parse_envelope)
     values: Sequence[str]
     if raw_values is _ABSENT:
         values = ()
@@ -393,7 +394,7 @@ def check_answer(qid: str, entry: object, index: QuestionIndex) -> AcceptedAnswe
             f"got {_show(raw_values)}.",
             "values_not_strings",
         )
-    custom = get("customText", _ABSENT)
+    custom = entry.get("customText", _ABSENT)
     custom_text: str | None = None
     if custom is not _ABSENT:
         if not isinstance(custom, str):
@@ -406,7 +407,7 @@ def check_answer(qid: str, entry: object, index: QuestionIndex) -> AcceptedAnswe
             problem = check_custom_text(qid, custom_text, bool(values), index)
             if problem is not None:
                 return problem
-    raw_note = get("note", _ABSENT)
+    raw_note = entry.get("note", _ABSENT)
     note: str | None = None
     if raw_note is _ABSENT:
         pass
@@ -418,7 +419,7 @@ def check_answer(qid: str, entry: object, index: QuestionIndex) -> AcceptedAnswe
             f'note for question "{qid}" must be a string, not {_kind_of(raw_note)}.',
             "note_not_string",
         )
-    raw_notes = get("optionNotes", _ABSENT)
+    raw_notes = entry.get("optionNotes", _ABSENT)
     notes: Mapping[str, object] | None = None
     if raw_notes is not _ABSENT:
         if not _is_object(raw_notes) or not _all_strings(raw_notes.values()):
