@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Final
 
 from msgspec import UNSET
@@ -23,7 +23,6 @@ from .protocol import (
     ElaborationQuestionContext,
     OptionTarget,
     QuestionState,
-    QuestionStatus,
     QuestionTarget,
     ResultMode,
 )
@@ -47,10 +46,9 @@ ELABORATION_INSTRUCTION: Final = (
 
 # Immutable leaves (frozen, no lists inside), so every result can hold the same ones.
 _QUESTION_TARGET: Final = QuestionTarget()
-_STATES: Final[dict[QuestionStatus, QuestionState]] = {
-    status: QuestionState(status=status)
-    for status in ("answered", "needs_clarification", "unanswered")
-}
+_ANSWERED: Final = QuestionState(status="answered")
+_NEEDS_CLARIFICATION: Final = QuestionState(status="needs_clarification")
+_UNANSWERED: Final = QuestionState(status="unanswered")
 
 
 def serialize_answer(answer: AcceptedAnswer) -> AskResultAnswer:
@@ -143,6 +141,7 @@ def _elaboration_items(
     accepted: AcceptedAnswer,
     serialized: AskResultAnswer,
 ) -> list[ElaborationItem]:
+    # Equal to is_committed(serialized), without reading it back.
     answered = bool(accepted.selections) or accepted.custom_text is not None
     answer = serialized if answered else UNSET
     context = _question_context(question, summary)
@@ -159,7 +158,8 @@ def _elaboration_items(
         )
     if not accepted.option_notes:
         return items
-    options = {option.value: option for option in question.options}
+    # An option item holds the context's own ContextOption (frozen, no lists: safe to share).
+    options = {option.value: option for option in context.options}
     selected = {s.value for s in accepted.selections}
     for value, note in accepted.option_notes.items():
         option = options.get(value)
@@ -169,7 +169,7 @@ def _elaboration_items(
             ElaborationItem(
                 target=OptionTarget(option_value=value),
                 question=context,
-                option=_context_option(option),
+                option=option,
                 selected=value in selected,
                 answered=answered,
                 answer=answer,
@@ -192,54 +192,52 @@ def build_result(
     """
     summaries = [summarize_question(q) for q in form.questions]
     if cancelled or mode == "submit":
-        kept = {}
-        for qid, answer in answers.items():
-            serialized_answer = serialize_answer(answer)
-            if not is_empty(serialized_answer):
-                kept[qid] = serialized_answer
+        # Kept unless empty: an answer serializes empty exactly when it has no selection, no
+        # custom text and no note (option notes are kept only for selected options).
+        kept = {
+            qid: serialize_answer(answer)
+            for qid, answer in answers.items()
+            if answer.selections or answer.custom_text is not None or answer.note is not None
+        }
         return AskResult(
             title=form.title, cancelled=cancelled, mode="submit", questions=summaries, answers=kept
         )
     serialized = {qid: serialize_answer(answer) for qid, answer in answers.items()}
-    kept = {qid: a for qid, a in serialized.items() if is_committed(a)}
+    # Committed (is_committed): a selection or a custom text.
+    kept = {
+        qid: serialized[qid]
+        for qid, answer in answers.items()
+        if answer.selections or answer.custom_text is not None
+    }
+    # One pass over the questions for the items and the continuation (both in form order).
     items: list[ElaborationItem] = []
+    affected: list[str] = []
+    preserved: dict[str, AskResultAnswer] = {}
+    states: dict[str, QuestionState] = {}
     for question, summary in zip(form.questions, summaries, strict=True):
-        accepted = answers.get(question.id)
+        qid = question.id
+        accepted = answers.get(qid)
         # Only a note or option notes make items: no context is built for the other answers.
         if accepted is not None and (accepted.note is not None or accepted.option_notes):
-            items += _elaboration_items(question, summary, accepted, serialized[question.id])
+            items += _elaboration_items(question, summary, accepted, serialized[qid])
+            affected.append(qid)
+            states[qid] = _NEEDS_CLARIFICATION
+        elif qid in kept:
+            preserved[qid] = kept[qid]
+            states[qid] = _ANSWERED
+        else:
+            states[qid] = _UNANSWERED
     return AskResult(
         title=form.title,
         cancelled=False,
         mode=mode,
         questions=summaries,
         answers=kept,
-        continuation=_continuation(form.questions, answers, kept),
+        continuation=AskContinuationPayload(
+            affected_question_ids=affected,
+            # Question ids in JavaScript property order, as the reference's objects have them.
+            preserved_answers=js_object(preserved.items()),
+            question_states=js_object(states.items()),
+        ),
         elaboration=AskElaborationPayload(instruction=ELABORATION_INSTRUCTION, items=items),
-    )
-
-
-def _continuation(
-    questions: Sequence[AskQuestion],
-    answers: Mapping[str, AcceptedAnswer],
-    kept: Mapping[str, AskResultAnswer],
-) -> AskContinuationPayload:
-    affected: list[str] = []
-    preserved: list[tuple[str, AskResultAnswer]] = []
-    states: list[tuple[str, QuestionState]] = []
-    for question in questions:
-        qid = question.id
-        accepted = answers.get(qid)
-        if accepted is not None and (accepted.note is not None or accepted.option_notes):
-            affected.append(qid)
-            states.append((qid, _STATES["needs_clarification"]))
-        elif qid in kept:
-            preserved.append((qid, kept[qid]))
-            states.append((qid, _STATES["answered"]))
-        else:
-            states.append((qid, _STATES["unanswered"]))
-    return AskContinuationPayload(
-        affected_question_ids=affected,
-        preserved_answers=js_object(preserved),
-        question_states=js_object(states),
     )
