@@ -8,7 +8,7 @@ from typing import Final
 from msgspec import UNSET
 
 from .answers import AcceptedAnswer
-from .forms import Form
+from .forms import Form, Summaries, summarize_question
 from .js import js_object
 from .protocol import (
     AskContinuationPayload,
@@ -98,20 +98,6 @@ def is_committed(answer: AskResultAnswer) -> bool:
     return bool(answer.values or answer.labels or answer.indices or answer.custom_text is not UNSET)
 
 
-def summarize_question(question: AskQuestion) -> AskQuestionSummary:
-    # ``question.requested`` spelled out: a property call costs as much as the rest of this.
-    requested, presented = question.requested_type, question.presented_type
-    if requested is UNSET:
-        requested = question.type
-    return AskQuestionSummary(
-        id=question.id,
-        label=question.label,
-        prompt=question.prompt,
-        type=requested,
-        presented_type=UNSET if presented == requested else presented,
-    )
-
-
 def _context_option(option: AskOption) -> ContextOption:
     return ContextOption(
         value=option.value,
@@ -190,7 +176,20 @@ def build_result(
 
     A cancelled result always uses submit rules (§5.6) whatever ``mode`` says.
     """
-    summaries = [summarize_question(q) for q in form.questions]
+    summaries = tuple(summarize_question(q) for q in form.questions)
+    return build_summarized_result(form, summaries, answers, mode=mode, cancelled=cancelled)
+
+
+def build_summarized_result(
+    form: Form,
+    form_summaries: Summaries,
+    answers: Mapping[str, AcceptedAnswer],
+    *,
+    mode: ResultMode = "submit",
+    cancelled: bool = False,
+) -> AskResult:
+    """``build_result`` given the form's summaries (a host keeps them from ``start`` on)."""
+    summaries = list(form_summaries)  # each result its own list
     if cancelled or mode == "submit":
         # Kept unless empty: an answer serializes empty exactly when it has no selection, no
         # custom text and no note (option notes are kept only for selected options).
