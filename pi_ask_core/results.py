@@ -213,8 +213,12 @@ def build_summarized_result(
     affected: list[str] = []
     preserved: dict[str, AskResultAnswer] = {}
     states: dict[str, QuestionState] = {}
+    index_like = False  # whether an id may be an array index, which JavaScript orders first
     for question, summary in zip(form.questions, summaries, strict=True):
         qid = question.id
+        # A form's ids are never empty; an array index starts with an ASCII digit ("0"-"9").
+        if qid[0] <= "9":
+            index_like = True
         accepted = answers.get(qid)
         # Only a note or option notes make items: no context is built for the other answers.
         if accepted is not None and (accepted.note is not None or accepted.option_notes):
@@ -226,6 +230,8 @@ def build_summarized_result(
             states[qid] = _ANSWERED
         else:
             states[qid] = _UNANSWERED
+    if index_like:  # the objects' keys in JavaScript property order, as the reference has them
+        preserved, states = js_object(preserved.items()), js_object(states.items())
     return AskResult(
         title=form.title,
         cancelled=False,
@@ -234,9 +240,8 @@ def build_summarized_result(
         answers=kept,
         continuation=AskContinuationPayload(
             affected_question_ids=affected,
-            # Question ids in JavaScript property order, as the reference's objects have them.
-            preserved_answers=js_object(preserved.items()),
-            question_states=js_object(states.items()),
+            preserved_answers=preserved,
+            question_states=states,
         ),
         elaboration=AskElaborationPayload(instruction=ELABORATION_INSTRUCTION, items=items),
     )

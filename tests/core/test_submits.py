@@ -94,6 +94,30 @@ def test_option_notes_follow_javascript_key_order(form_b: FlowHost, recorder: Re
     assert [t.option_value for t in targets if isinstance(t, OptionTarget)] == ["2", "10", "b"]
 
 
+@pytest.mark.parametrize(
+    ("ids", "js_order"),
+    [
+        (["b", "10", "a", "2"], ["2", "10", "b", "a"]),
+        (["b", "-1", "01", "a"], ["b", "-1", "01", "a"]),  # not array indices: form order
+        (["b", "a"], ["b", "a"]),
+    ],
+)
+def test_continuation_objects_follow_javascript_key_order(
+    host: FlowHost, ids: list[str], js_order: list[str]
+) -> None:
+    questions = [
+        {"id": qid, "prompt": "p", "options": [{"value": "x", "label": "X"}]} for qid in ids
+    ]
+    handle = host.start({"questions": questions}, tool_call_id="call-K")
+    answers = {qid: {"values": ["x"]} for qid in ids}
+    answers[ids[-1]] = {"note": "why?"}
+    result = handle.answer(answers, mode="elaborate")
+    assert result.continuation
+    assert list(result.continuation.question_states) == js_order
+    assert list(result.continuation.preserved_answers) == [q for q in js_order if q != ids[-1]]
+    assert result.continuation.affected_question_ids == [ids[-1]]
+
+
 def test_python_callers_may_send_mappings_tuples_and_odd_keys(form_b: FlowHost) -> None:
     ack = form_b.resolve_submit(
         MappingProxyType(envelope(MappingProxyType(answer(values=("react", "vue")))))
