@@ -109,7 +109,7 @@ def test_continuation_objects_follow_javascript_key_order(
         {"id": qid, "prompt": "p", "options": [{"value": "x", "label": "X"}]} for qid in ids
     ]
     handle = host.start({"questions": questions}, tool_call_id="call-K")
-    answers = {qid: {"values": ["x"]} for qid in ids}
+    answers: dict[str, dict[str, object]] = {qid: {"values": ["x"]} for qid in ids}
     answers[ids[-1]] = {"note": "why?"}
     result = handle.answer(answers, mode="elaborate")
     assert result.continuation
