@@ -54,13 +54,15 @@ _UNANSWERED: Final = QuestionState(status="unanswered")
 def serialize_answer(answer: AcceptedAnswer) -> AskResultAnswer:
     """§5.1: one accepted answer as it appears in a result."""
     selections = answer.selections
-    if len(selections) == 1:  # the common single choice, without three comprehensions
+    if len(selections) == 1:  # the common single choice
         only = selections[0]
         values, labels, indices = [only.value], [only.label], [only.index]
-    else:
-        values = [s.value for s in selections]
-        labels = [s.label for s in selections]
-        indices = [s.index for s in selections]
+    else:  # one loop: a comprehension is a function call on Python 3.11
+        values, labels, indices = [], [], []
+        for selection in selections:
+            values.append(selection.value)
+            labels.append(selection.label)
+            indices.append(selection.index)
     custom = answer.custom_text
     if custom is not None:
         values.append(custom)
@@ -201,13 +203,12 @@ def build_summarized_result(
         return AskResult(
             title=form.title, cancelled=cancelled, mode="submit", questions=summaries, answers=kept
         )
-    serialized = {qid: serialize_answer(answer) for qid, answer in answers.items()}
-    # Committed (is_committed): a selection or a custom text.
-    kept = {
-        qid: serialized[qid]
-        for qid, answer in answers.items()
-        if answer.selections or answer.custom_text is not None
-    }
+    serialized = {}
+    kept = {}
+    for qid, answer in answers.items():
+        serialized[qid] = serialized_answer = serialize_answer(answer)
+        if answer.selections or answer.custom_text is not None:  # committed (is_committed)
+            kept[qid] = serialized_answer
     # One pass over the questions for the items and the continuation (both in form order).
     items: list[ElaborationItem] = []
     affected: list[str] = []
