@@ -68,11 +68,14 @@ def serialize_answer(answer: AcceptedAnswer) -> AskResultAnswer:
         values.append(custom)
         labels.append(custom)
     notes = answer.option_notes
-    selected_notes = (
-        js_object((s.value, notes[s.value]) for s in selections if notes.get(s.value))
-        if notes
-        else None
-    )
+    selected_notes = None
+    if notes:  # the non-empty notes of selected options (a loop, not a generator)
+        pairs: list[tuple[str, str]] = []
+        for selection in selections:
+            text = notes.get(selection.value)
+            if text:
+                pairs.append((selection.value, text))
+        selected_notes = js_object(pairs)
     return AskResultAnswer(
         values=values,
         labels=labels,
@@ -113,13 +116,16 @@ def _context_option(option: AskOption) -> ContextOption:
 def _question_context(
     question: AskQuestion, summary: AskQuestionSummary
 ) -> ElaborationQuestionContext:
+    options = []  # a loop: a comprehension is a function call on Python 3.11
+    for option in question.options:
+        options.append(_context_option(option))
     return ElaborationQuestionContext(
         id=summary.id,
         label=summary.label,
         prompt=summary.prompt,
         type=summary.type,
         presented_type=summary.presented_type,
-        options=[_context_option(option) for option in question.options],
+        options=options,
     )
 
 
@@ -147,8 +153,13 @@ def _elaboration_items(
     if not accepted.option_notes:
         return items
     # An option item holds the context's own ContextOption (frozen, no lists: safe to share).
-    options = {option.value: option for option in context.options}
-    selected = {s.value for s in accepted.selections}
+    # (Loops: a comprehension is a function call on Python 3.11.)
+    options: dict[str, ContextOption] = {}
+    for context_option in context.options:
+        options[context_option.value] = context_option
+    selected: set[str] = set()
+    for selection in accepted.selections:
+        selected.add(selection.value)
     for value, note in accepted.option_notes.items():
         option = options.get(value)
         if option is None or not note:
