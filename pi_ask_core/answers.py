@@ -9,7 +9,7 @@ name the offending field, question id or option value.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Final, Literal, TypeGuard, TypeVar, final
+from typing import Final, Literal, TypeAlias, TypeGuard, TypeVar, final
 
 import msgspec
 
@@ -260,6 +260,16 @@ _NO_FLOW_ID: Final = "Submit flowId is required: the flowId of the started event
 
 def parse_envelope(data: object) -> Envelope | SubmitError:
     """Checks E1-E6 of spec §4.1, in order."""
+    checked = _check_envelope(data)
+    return checked if type(checked) is SubmitError else Envelope(*checked)
+
+
+_Checked: TypeAlias = tuple[str, str, Literal["answer", "cancel"], Mapping[str, object]]
+
+
+def _check_envelope(data: object) -> _Checked | SubmitError:
+    """``parse_envelope`` as a plain tuple (request id, flow id, kind, response): what the host
+    takes, without an ``Envelope`` made and freed on every submit."""
     # ``type(...) is dict or``: the exact dict a JSON decoder gives needs no call (a call costs
     # as much as a check here); anything else is ``_is_object``'s to decide.
     if not (type(data) is dict or _is_object(data)):
@@ -297,7 +307,7 @@ def parse_envelope(data: object) -> Envelope | SubmitError:
             rid,
             fid,
         )
-    return Envelope(rid, fid, kind, response)
+    return rid, fid, kind, response
 
 
 def check_answer_response(

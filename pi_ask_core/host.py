@@ -8,7 +8,7 @@ import time
 # weakref.ref itself, without importing the weakref module (it costs more than it is worth here).
 from _weakref import ref as _weak_ref
 from collections.abc import Callable, Mapping
-from typing import Literal
+from typing import Final, Literal
 
 import msgspec
 from msgspec import UNSET, structs
@@ -19,8 +19,8 @@ from .answers import (
     AnswerProblem,
     FormIndex,
     SubmitError,
+    _check_envelope,
     check_answer_response,
-    parse_envelope,
 )
 from .bus import EventBus
 from .errors import HostClosed, InvalidForm, SubmitRefused
@@ -54,6 +54,9 @@ FlowState = Literal["open", "completed", "disposed"]
 
 _BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
 _ENCODER = msgspec.json.Encoder()
+# Whether x is a Struct, asked of its class: isinstance(x, msgspec.Struct) goes through the
+# Struct metaclass's __instancecheck__, several times slower when it fails (a non-dict submit).
+_STRUCT_META: Final = type(msgspec.Struct)
 
 
 class _TooDeep(Exception):
@@ -459,13 +462,13 @@ class FlowHost:
         (The whole of ``resolve_submit``, with one exit for refusals: every call layer costs
         as much as a check on the path of a refused submit.)
         """
-        if type(data) is not dict and isinstance(data, msgspec.Struct):
+        if type(data) is not dict and isinstance(type(data), _STRUCT_META):
             try:
                 data = msgspec.to_builtins(data)
             except (TypeError, ValueError, RecursionError):
                 data = None
         try:
-            envelope = parse_envelope(data)
+            envelope = _check_envelope(data)  # parse_envelope's checks, as a plain tuple
             error: SubmitErrorCode
             if type(envelope) is SubmitError:
                 rid, fid, error, message = (
@@ -475,7 +478,7 @@ class FlowHost:
                     envelope.message,
                 )
             else:
-                rid, fid = envelope.request_id, envelope.flow_id
+                rid, fid, kind, response = envelope
                 handle = self._active.get(fid)
                 if handle is None:
                     error = "flow_not_found"
@@ -485,9 +488,7 @@ class FlowHost:
                     )
                 else:
                     decision = (
-                        None
-                        if envelope.kind == "cancel"
-                        else check_answer_response(envelope.response, handle._index)
+                        None if kind == "cancel" else check_answer_response(response, handle._index)
                     )
                     if type(decision) is AnswerProblem:
                         error, message = "invalid_answer", decision.message
