@@ -27,7 +27,6 @@ from .protocol import (
     AskOption,
     AskParams,
     AskQuestion,
-    AskQuestionSummary,
     InvalidInputError,
     InvalidInputResult,
     Issue,
@@ -42,10 +41,8 @@ __all__ = [
     "normalize_form",
     "parse_form",
     "parse_form_indexed",
-    "parse_form_summarized",
     "plain_form",
     "prepare_labels",
-    "summarize_question",
     "validate_form",
 ]
 
@@ -75,26 +72,6 @@ class Form(msgspec.Struct, frozen=True, kw_only=True, gc=False):
 
     title: str | UnsetType = UNSET
     questions: tuple[AskQuestion, ...]
-
-
-def summarize_question(question: AskQuestion) -> AskQuestionSummary:
-    """A question as a result lists it (spec §5): its requested type, and the presented one
-    when they differ."""
-    # ``question.requested`` spelled out: a property call costs as much as the rest of this.
-    requested, presented = question.requested_type, question.presented_type
-    if requested is UNSET:
-        requested = question.type
-    return AskQuestionSummary(
-        id=question.id,
-        label=question.label,
-        prompt=question.prompt,
-        type=requested,
-        presented_type=UNSET if presented == requested else presented,
-    )
-
-
-Summaries = tuple[AskQuestionSummary, ...]
-"""A form's questions as its results list them (immutable: every result can share them)."""
 
 
 # --- §2.2 label derivation ---------------------------------------------------------------------
@@ -479,11 +456,8 @@ def plain_form(raw: object, *, present_single_as_multi: bool = False) -> Form | 
     return None if plain is None else plain[0]
 
 
-def _plain_form(
-    raw: object, present_single_as_multi: bool
-) -> tuple[Form, FormIndex, Summaries] | None:
-    """``plain_form``, and the answer-lookup tables and the summaries of the form built in the
-    same pass."""
+def _plain_form(raw: object, present_single_as_multi: bool) -> tuple[Form, FormIndex] | None:
+    """``plain_form``, and the answer-lookup tables of the form built in the same pass."""
     if type(raw) is not dict:
         return None
     raw_questions = raw.get("questions")
@@ -500,7 +474,6 @@ def _plain_form(
     ws = JS_WHITESPACE  # str.strip inline: this loop runs for every text of every form
     indexes: dict[str, QuestionIndex] = {}
     normalized: list[AskQuestion] = []
-    summaries: list[AskQuestionSummary] = []
     for i, question in enumerate(parsed.questions):
         qid, prompt, options = question.id.strip(ws), question.prompt.strip(ws), question.options
         if not qid or not prompt or qid in indexes or not options:
@@ -550,7 +523,6 @@ def _plain_form(
                 required=question.required,
                 options=normalized_options,
             )
-            presented_type: QuestionType | UnsetType = "multi"
         else:
             asked = AskQuestion(
                 id=qid,
@@ -560,22 +532,11 @@ def _plain_form(
                 required=question.required,
                 options=normalized_options,
             )
-            presented_type = UNSET
         normalized.append(asked)
-        # summarize_question(asked), from what is at hand (the requested type is question.type).
-        summaries.append(
-            AskQuestionSummary(
-                id=qid,
-                label=question_label,
-                prompt=prompt,
-                type=question.type,
-                presented_type=presented_type,
-            )
-        )
         index = indexes[qid] = QuestionIndex.of(qid, asked.type, table)
         index.question = asked
     form = Form(title=parsed.title.strip(ws) or UNSET, questions=tuple(normalized))
-    return form, FormIndex.of(indexes), tuple(summaries)
+    return form, FormIndex.of(indexes)
 
 
 def parse_form(
@@ -599,19 +560,6 @@ def parse_form_indexed(
     cwd: str | os.PathLike[str] | None = None,
 ) -> tuple[Form, FormIndex]:
     """``parse_form``, and the form's answer-lookup tables (what a host checks submits with)."""
-    form, index, _ = parse_form_summarized(
-        params, present_single_as_multi=present_single_as_multi, cwd=cwd
-    )
-    return form, index
-
-
-def parse_form_summarized(
-    params: object,
-    *,
-    present_single_as_multi: bool = False,
-    cwd: str | os.PathLike[str] | None = None,
-) -> tuple[Form, FormIndex, Summaries]:
-    """``parse_form_indexed``, and the summaries of its questions (what a host's results list)."""
     raw = (
         msgspec.to_builtins(params)
         if type(params) is not dict and isinstance(params, AskParams)
@@ -621,7 +569,7 @@ def parse_form_summarized(
     if plain is not None:
         return plain
     form = _parse_full(raw, present_single_as_multi=present_single_as_multi, cwd=cwd)
-    return form, FormIndex(form.questions), tuple(summarize_question(q) for q in form.questions)
+    return form, FormIndex(form.questions)
 
 
 def _parse_full(

@@ -24,7 +24,7 @@ from .answers import (
 )
 from .bus import EventBus
 from .errors import HostClosed, InvalidForm, SubmitRefused
-from .forms import Form, Summaries, parse_form_summarized, summarize_question
+from .forms import Form, parse_form_indexed
 from .protocol import (
     COMPLETED,
     STARTED,
@@ -42,7 +42,7 @@ from .protocol import (
     SubmitRejection,
     SubmitResultEvent,
 )
-from .results import build_summarized_result
+from .results import build_result
 
 __all__ = ["Clock", "FlowHandle", "FlowHost", "FlowState", "Scheduler"]
 
@@ -136,7 +136,6 @@ class FlowHandle:
         "_outcome",
         "_serial",
         "_state",
-        "_summaries",
         "flow_id",
         "form",
         "source",
@@ -154,7 +153,6 @@ class FlowHandle:
         serial: int = 0,
         form_verified: bool = True,
         index: FormIndex | None = None,
-        summaries: Summaries | None = None,
     ) -> None:
         self._host = host
         self._serial = serial  # registration order, for close()
@@ -164,10 +162,6 @@ class FlowHandle:
         self.tool_call_id = tool_call_id
         self.source: FlowSource = source
         self._index = FormIndex(form.questions) if index is None else index
-        # What every result of this flow lists (immutable, summarized once).
-        self._summaries = (
-            tuple(summarize_question(q) for q in form.questions) if summaries is None else summaries
-        )
         self._local: dict[str, AcceptedAnswer] = {}
         self._state: FlowState = "open"
         self._created_at: int | None = None
@@ -215,9 +209,7 @@ class FlowHandle:
         if self._outcome is None:
             return None
         answers, mode, cancelled = self._outcome
-        return build_summarized_result(
-            self.form, self._summaries, answers, mode=mode, cancelled=cancelled
-        )
+        return build_result(self.form, answers, mode=mode, cancelled=cancelled)
 
     def add_done_callback(self, callback: Callable[[FlowHandle], None]) -> None:
         """Call ``callback(handle)`` once the flow completes or is disposed (now, if it has)."""
@@ -301,9 +293,7 @@ class FlowHandle:
             )
         else:
             outcome = (accepted.answers, accepted.mode, False)
-        result = build_summarized_result(
-            self.form, self._summaries, outcome[0], mode=outcome[1], cancelled=outcome[2]
-        )
+        result = build_result(self.form, outcome[0], mode=outcome[1], cancelled=outcome[2])
         if not (verified and self._form_verified):
             _ENCODER.encode(result)
         self._state = "completed"
@@ -397,7 +387,7 @@ class FlowHost:
             raise HostClosed("this FlowHost was closed (session shutdown); open a new one")
         try:
             params, verified = _clean_json(params)
-            form, index, summaries = parse_form_summarized(
+            form, index = parse_form_indexed(
                 params, present_single_as_multi=self._present_single_as_multi, cwd=self._cwd
             )
         except (_TooDeep, RecursionError):
@@ -413,7 +403,6 @@ class FlowHost:
             serial=self._serial,
             form_verified=verified,
             index=index,
-            summaries=summaries,
         )
         # A later flow with the same id replaces the earlier one in the active set (spec §3.6).
         replaced = self._active.pop(flow_id, None)

@@ -8,7 +8,7 @@ from typing import Final
 from msgspec import UNSET
 
 from .answers import AcceptedAnswer
-from .forms import Form, Summaries, summarize_question
+from .forms import Form
 from .js import js_object
 from .protocol import (
     AskContinuationPayload,
@@ -103,6 +103,28 @@ def is_committed(answer: AskResultAnswer) -> bool:
     return bool(answer.values or answer.labels or answer.indices or answer.custom_text is not UNSET)
 
 
+def _committed(answer: AcceptedAnswer) -> bool:
+    """``is_committed(serialize_answer(answer))``, read off the accepted answer (so an answer
+    need not be serialized to be judged): a selection or a custom text."""
+    return bool(answer.selections) or answer.custom_text is not None
+
+
+def summarize_question(question: AskQuestion) -> AskQuestionSummary:
+    """A question as a result lists it (spec §5): its requested type, and the presented one
+    when they differ."""
+    # ``question.requested`` spelled out: a property call costs as much as the rest of this.
+    requested, presented = question.requested_type, question.presented_type
+    if requested is UNSET:
+        requested = question.type
+    return AskQuestionSummary(
+        id=question.id,
+        label=question.label,
+        prompt=question.prompt,
+        type=requested,
+        presented_type=UNSET if presented == requested else presented,
+    )
+
+
 def _context_option(option: AskOption) -> ContextOption:
     return ContextOption(
         value=option.value,
@@ -135,8 +157,7 @@ def _elaboration_items(
     accepted: AcceptedAnswer,
     serialized: AskResultAnswer,
 ) -> list[ElaborationItem]:
-    # Equal to is_committed(serialized), without reading it back.
-    answered = bool(accepted.selections) or accepted.custom_text is not None
+    answered = _committed(accepted)
     answer = serialized if answered else UNSET
     context = _question_context(question, summary)
     items = []
@@ -189,27 +210,15 @@ def build_result(
 
     A cancelled result always uses submit rules (§5.6) whatever ``mode`` says.
     """
-    summaries = tuple(summarize_question(q) for q in form.questions)
-    return build_summarized_result(form, summaries, answers, mode=mode, cancelled=cancelled)
-
-
-def build_summarized_result(
-    form: Form,
-    form_summaries: Summaries,
-    answers: Mapping[str, AcceptedAnswer],
-    *,
-    mode: ResultMode = "submit",
-    cancelled: bool = False,
-) -> AskResult:
-    """``build_result`` given the form's summaries (a host keeps them from ``start`` on)."""
-    summaries = list(form_summaries)  # each result its own list
+    summaries = []  # (loops: a comprehension costs a function call on Python 3.11)
+    for question in form.questions:
+        summaries.append(summarize_question(question))
     if cancelled or mode == "submit":
-        # Kept unless empty: an answer serializes empty exactly when it has no selection, no
-        # custom text and no note (option notes are kept only for selected options). (A loop:
-        # a comprehension costs a function call on Python 3.11.)
+        # Kept unless empty: an answer serializes empty exactly when it is not committed and
+        # has no note (option notes are kept only for selected options).
         kept = {}
         for qid, answer in answers.items():
-            if answer.selections or answer.custom_text is not None or answer.note is not None:
+            if _committed(answer) or answer.note is not None:
                 kept[qid] = serialize_answer(answer)
         return AskResult(
             title=form.title, cancelled=cancelled, mode="submit", questions=summaries, answers=kept
@@ -218,7 +227,7 @@ def build_summarized_result(
     kept = {}
     for qid, answer in answers.items():
         serialized[qid] = serialized_answer = serialize_answer(answer)
-        if answer.selections or answer.custom_text is not None:  # committed (is_committed)
+        if _committed(answer):
             kept[qid] = serialized_answer
     # One pass over the questions for the items and the continuation (both in form order).
     items: list[ElaborationItem] = []
