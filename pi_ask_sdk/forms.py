@@ -80,6 +80,8 @@ class OptionValue(str):
     type error (and a ``TypeError``). ``question_id`` is the question it belongs to.
     """
 
+    __slots__ = ()
+
     def __new__(cls, *args: object, **kwargs: object) -> OptionValue:
         if cls is OptionValue:
             raise TypeError(
@@ -100,8 +102,9 @@ class OptionValue(str):
 
 @final
 class _OptionValue(OptionValue):
-    # str subclasses cannot have non-empty __slots__; the question id lives in __dict__.
-    # Set in __new__ (no __init__): one Python call per value, and views make many.
+    # The question id in a slot, not an instance __dict__: a view makes a value per lookup, and
+    # a dict per value cost more than the str itself. Set in __new__ (no __init__).
+    __slots__ = ("_question_id",)
     _question_id: QuestionId
 
     def __new__(cls, text: str, question_id: QuestionId) -> _OptionValue:

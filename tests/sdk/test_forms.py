@@ -88,6 +88,19 @@ def test_value_lookup_returns_the_form_value(flow: FlowView) -> None:
     assert flow.question("targets").option("asia").label.text == "Asia"
 
 
+def test_values_keep_their_question_through_copy_and_pickle(flow: FlowView) -> None:
+    import copy
+    import pickle
+
+    value = flow.question("deploy").value("yes")
+    for again in (copy.copy(value), copy.deepcopy(value), pickle.loads(pickle.dumps(value))):
+        assert (again, again.question_id, type(again)) == ("yes", "deploy", type(value))
+    # The question id lives in a slot: a value has no __dict__ to grow per instance.
+    assert not hasattr(value, "__dict__")
+    with pytest.raises(AttributeError):
+        value.extra = 1  # type: ignore[attr-defined]
+
+
 def test_values_and_ids_cannot_be_made_from_a_str() -> None:
     with pytest.raises(TypeError, match="take it from a QuestionView"):
         OptionValue("yes")  # type: ignore[abstract]
