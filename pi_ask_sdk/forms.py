@@ -18,7 +18,7 @@ Lookups are by exact value/id; labels never match.
 from __future__ import annotations
 
 import abc
-from typing import Final, NewType, final
+from typing import TYPE_CHECKING, Final, NewType, final
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -50,10 +50,7 @@ class QuestionId(str):
 
     __slots__ = ()
 
-    def __new__(cls, *args: object, **kwargs: object) -> QuestionId:
-        if cls is QuestionId:
-            raise TypeError("QuestionId cannot be constructed; take it from a QuestionView (.id)")
-        return super().__new__(cls, *args, **kwargs)
+    # ``QuestionId(...)`` raises: its ``__new__`` is set below, by ``_refuse_construction``.
 
     def __init_subclass__(cls) -> None:
         if cls.__module__ != __name__:
@@ -67,6 +64,8 @@ class QuestionId(str):
 @final
 class _QuestionId(QuestionId):
     __slots__ = ()
+    if not TYPE_CHECKING:  # (type checkers see str's constructor either way)
+        __new__ = str.__new__  # str's own C constructor (see _refuse_construction)
 
     def _from_form(self) -> None:
         return None
@@ -82,13 +81,7 @@ class OptionValue(str):
 
     __slots__ = ()
 
-    def __new__(cls, *args: object, **kwargs: object) -> OptionValue:
-        if cls is OptionValue:
-            raise TypeError(
-                "OptionValue cannot be constructed; take it from a QuestionView "
-                '(question.value("..."), option.value)'
-            )
-        return super().__new__(cls, *args, **kwargs)
+    # ``OptionValue(...)`` raises: its ``__new__`` is set below, by ``_refuse_construction``.
 
     def __init_subclass__(cls) -> None:
         if cls.__module__ != __name__:
@@ -103,29 +96,50 @@ class OptionValue(str):
 @final
 class _OptionValue(OptionValue):
     # The question id in a slot, not an instance __dict__: a view makes a value per lookup, and
-    # a dict per value cost more than the str itself. Set in __new__ (no __init__).
+    # a dict per value cost more than the str itself. Made by _option_value (or inline).
     __slots__ = ("_question_id",)
     _question_id: QuestionId
-
-    def __new__(cls, text: str, question_id: QuestionId) -> _OptionValue:
-        value = str.__new__(cls, text)
-        value._question_id = question_id
-        return value
+    if not TYPE_CHECKING:  # (type checkers see str's constructor either way)
+        __new__ = str.__new__  # str's own C constructor (see _refuse_construction)
 
     @property
     def question_id(self) -> QuestionId:
         return self._question_id
 
     def __reduce__(self) -> tuple[object, ...]:
-        return (_OptionValue, (str(self), self._question_id))
+        return (_option_value, (str(self), self._question_id))
+
+
+def _refuse_construction(public: type[str], message: str) -> None:
+    """Make ``public(...)`` raise ``TypeError(message)``, and only ``public(...)``.
+
+    Set once ``public``'s private subclass exists: that class names ``str.__new__`` as its own
+    ``__new__``, so assigning ``public.__new__`` now leaves it str's C constructor, and
+    ``_QuestionId(text)`` / ``_OptionValue(text)`` run no Python code and copy no argument tuple
+    (a ``__new__`` in ``public``'s class body would route every id and value through it).
+    """
+
+    def __new__(cls: type[str], *args: object, **kwargs: object) -> str:
+        if cls is public:
+            raise TypeError(message)
+        return str.__new__(cls, *args, **kwargs)
+
+    public.__new__ = staticmethod(__new__)  # type: ignore[assignment]
+
+
+_refuse_construction(
+    QuestionId, "QuestionId cannot be constructed; take it from a QuestionView (.id)"
+)
+_refuse_construction(
+    OptionValue,
+    'OptionValue cannot be constructed; take it from a QuestionView (question.value("..."), '
+    "option.value)",
+)
 
 
 RULES: Final = "_rules"
 """Internal: the key of a ``QuestionView``'s ``QuestionIndex`` in its ``__dict__``."""
 _OPTIONS: Final = "_options"
-
-# ``str.__new__`` straight: no Python-level ``__new__`` call per id or value a view holds.
-_new_str: Final = str.__new__
 
 
 def _question_id(text: str) -> QuestionId:
@@ -133,8 +147,8 @@ def _question_id(text: str) -> QuestionId:
 
 
 def _option_value(text: str, question_id: QuestionId) -> _OptionValue:
-    """``_OptionValue(text, question_id)`` without its Python-level ``__new__`` call."""
-    value = _new_str(_OptionValue, text)
+    """The value ``text`` of the question ``question_id``."""
+    value = _OptionValue(text)
     value._question_id = question_id
     return value
 
@@ -218,7 +232,7 @@ class QuestionView(msgspec.Struct, frozen=True, dict=True):
     @classmethod
     def from_wire(cls, question: AskQuestion) -> QuestionView:
         return cls(
-            _new_str(_QuestionId, question.id),
+            _QuestionId(question.id),
             DisplayText(question.label),
             DisplayText(question.prompt),
             question.type,
@@ -266,7 +280,7 @@ class QuestionView(msgspec.Struct, frozen=True, dict=True):
         if isinstance(value, str):
             for option in self._wire:
                 if option.value == value:
-                    found = _new_str(_OptionValue, option.value)  # _option_value() inline
+                    found = _OptionValue(option.value)  # _option_value() inline
                     found._question_id = self.id
                     return found
         raise self._unknown(value)
@@ -317,7 +331,7 @@ class FlowView(msgspec.Struct, frozen=True, gc=False):
         for q in event.questions:
             questions.append(
                 view(
-                    _new_str(question_id, q.id),
+                    question_id(q.id),
                     text(q.label),
                     text(q.prompt),
                     q.type,

@@ -106,6 +106,19 @@ def test_values_and_ids_cannot_be_made_from_a_str() -> None:
         OptionValue("yes")  # type: ignore[abstract]
     with pytest.raises(TypeError, match="take it from a QuestionView"):
         QuestionId("deploy")  # type: ignore[abstract]
+    # Their __new__ is set after the classes (see forms._refuse_construction): still refusing.
+    with pytest.raises(
+        TypeError,
+        match=r"^OptionValue cannot be constructed; take it from a "
+        r'QuestionView \(question\.value\("\.\.\."\), option\.value\)$',
+    ):
+        OptionValue.__new__(OptionValue, "yes")  # type: ignore[type-abstract]
+    with pytest.raises(
+        TypeError,
+        match=r"^QuestionId cannot be constructed; take it from a "
+        r"QuestionView \(\.id\)$",
+    ):
+        QuestionId.__new__(QuestionId)  # type: ignore[type-abstract]
     with pytest.raises(TypeError, match="cannot be subclassed"):
 
         class Mine(OptionValue):  # pragma: no cover - refused at class creation
