@@ -407,34 +407,36 @@ class AnswerBuilder:
     ) -> Self:
         """A note on one real option of the question, selected or not."""
         view = self._question("option_note", question)
-        value = (
-            option
-            if type(option) is _OptionValue and option._question_id == view.id
-            else self._value("option_note", "option", view, option)
-        )
+        qid, answers = view.id, self._answers
+        if type(option) is _OptionValue and option._question_id is qid:
+            value: OptionValue = option
+            own = True  # handed out by this very view: P10 cannot fail (see "the host's checks")
+        else:
+            value = self._value("option_note", "option", view, option)
+            own = False
         if type(text) is not str and not isinstance(text, str):
             raise InvalidArgument("option_note", "text", "a str", text)
-        before = self._answers.get(view.id)
+        before = answers.get(qid)
         if is_blank(text):
             if before is not None and before.option_notes:
                 notes = dict(before.option_notes)
                 if notes.pop(value, None) is not None:
-                    self._answers[view.id] = replace(before, option_notes=tuple(notes.items()))
+                    answers[qid] = replace(before, option_notes=tuple(notes.items()))
             return self
-        if type(value) is not _OptionValue or value._question_id is not view.id:  # not own
+        if not own:
             index = _rules(view)
             problem = check_option_notes(index.id, {value: text}, index)
             if isinstance(problem, AnswerProblem):
                 raise self._refuse(view, problem)
         if before is None:
-            self._answers[view.id] = QuestionAnswer(option_notes=((value, text),))
+            answers[qid] = QuestionAnswer(option_notes=((value, text),))
         elif not before.option_notes:
-            self._answers[view.id] = replace(before, option_notes=((value, text),))
+            answers[qid] = replace(before, option_notes=((value, text),))
         else:
             # A note replaces the value's earlier one in its place (the notes are a dict's items).
             notes = dict(before.option_notes)
             notes[value] = text
-            self._answers[view.id] = replace(before, option_notes=tuple(notes.items()))
+            answers[qid] = replace(before, option_notes=tuple(notes.items()))
         return self
 
     def mode(self, mode: ResultMode) -> Self:
