@@ -28,26 +28,25 @@ class StreamEnd:
 class StreamSet(Generic[T]):
     """The client's live streams of one kind, held weakly: a stream its reader dropped is
     forgotten. (A ``weakref.WeakSet`` does the same, but iterating one costs a generator and a
-    guard per item delivered.)"""
+    guard per item delivered.)
+
+    The references are a tuple, replaced (never changed) when a stream comes or goes, which is
+    rare: a push iterates it as it is, with no copy, even when a stream ends (or is collected)
+    meanwhile."""
 
     __slots__ = ("_refs",)
 
     def __init__(self) -> None:
-        self._refs: dict[int, weakref.ref[ClientStream[T]]] = {}
+        self._refs: tuple[weakref.ref[ClientStream[T]], ...] = ()
 
     def add(self, stream: ClientStream[T]) -> None:
-        refs, key = self._refs, id(stream)
-
         def forget(ref: weakref.ref[ClientStream[T]]) -> None:
-            if refs.get(key) is ref:
-                del refs[key]
+            self._refs = tuple([other for other in self._refs if other is not ref])
 
-        refs[key] = weakref.ref(stream, forget)
+        self._refs = (*self._refs, weakref.ref(stream, forget))
 
     def discard(self, stream: ClientStream[T]) -> None:
-        ref = self._refs.get(id(stream))
-        if ref is not None and ref() is stream:
-            del self._refs[id(stream)]
+        self._refs = tuple([ref for ref in self._refs if ref() is not stream])
 
     def __bool__(self) -> bool:
         return bool(self._refs)
@@ -57,7 +56,7 @@ class StreamSet(Generic[T]):
 
     def push(self, item: T | StreamEnd) -> None:
         """Deliver ``item`` to every live stream."""
-        for ref in list(self._refs.values()):  # a stream ending discards itself meanwhile
+        for ref in self._refs:
             stream = ref()
             if stream is not None:
                 stream._push(item)
