@@ -3,10 +3,13 @@ from the verdict on its own submit (issue 8, the in-process side of the relay's 
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 
 from pi_ask_core import SUBMIT, FlowHost, LocalEventBus
 from pi_ask_sdk import BridgeClient, Cancel, SubmitAccepted, SubmitTimedOut
+from pi_ask_sdk.transports import memory
 from pi_ask_sdk.transports.memory import MemoryTransport
 
 from .conftest import MULTI_FORM, TIMEOUT
@@ -46,3 +49,17 @@ async def test_a_verdict_on_another_bridges_submit_with_the_same_id_is_not_ours(
         assert handle.state == "completed"
         outcome_two = await two.await_result(ticket_two, timeout=0.05)
         assert isinstance(outcome_two, SubmitTimedOut)  # its submit was never applied
+
+
+def test_the_transports_of_a_bus_share_one_sending_mark_that_goes_with_them() -> None:
+    gc.collect()  # the transports of earlier tests that only a collection frees
+    before = len(memory._SENDING)
+    bus = LocalEventBus()
+    one, two = MemoryTransport(bus), MemoryTransport(bus)
+    other = MemoryTransport(LocalEventBus())
+    assert one._sending is two._sending
+    assert other._sending is not one._sending
+    assert len(memory._SENDING) == before + 2
+    del one, two, other, bus
+    gc.collect()
+    assert len(memory._SENDING) == before  # nothing kept per bus once its transports are gone
