@@ -154,7 +154,8 @@ Closed: TypeAlias = PendingSubmit | Literal["completed", "session_ended"]
 
 
 class SubmitBook:
-    """Waiters by request id, and the most recent ``memory`` flows that cannot take a submit."""
+    """Waiters by request id (``pending``: the client arms one before each send), and the most
+    recent ``memory`` flows that cannot take a submit."""
 
     __slots__ = ("_forks", "_random", "_used", "closed", "memory", "pending")
 
@@ -163,8 +164,9 @@ class SubmitBook:
         self.pending: dict[str, PendingSubmit] = {}
         self.closed: OrderedDict[FlowId, Closed] = OrderedDict()
         # Random bytes for request ids, drawn from the OS a batch at a time (one system call
-        # per 64 ids instead of one per id); each id still takes 16 fresh bytes.
-        self._random = b""
+        # per 64 ids instead of one per id) and kept as hex (one slice per id); each id still
+        # takes 16 fresh bytes.
+        self._random = ""
         self._used = 0
         self._forks = _forks  # a forked child must not reuse its parent's unused bytes
 
@@ -185,9 +187,9 @@ class SubmitBook:
             # 128 random bits, as hex (what uuid4().hex gives, minus its fixed bits, faster)
             used = self._used
             if used >= len(self._random) or self._forks != _forks:
-                self._random, used, self._forks = os.urandom(_RANDOM_BATCH), 0, _forks
-            self._used = used + 16
-            return f"{prefix}-{self._random[used : used + 16].hex()}"
+                self._random, used, self._forks = os.urandom(_RANDOM_BATCH).hex(), 0, _forks
+            self._used = used + 32
+            return f"{prefix}-{self._random[used : used + 32]}"
         if not isinstance(request_id, str) or not request_id:
             raise InvalidRequestId(str(request_id), "must be a non-empty string")
         if request_id in self.pending:
@@ -201,13 +203,6 @@ class SubmitBook:
                     request_id, "holds a lone surrogate (the host would echo it changed)"
                 ) from None
         return request_id
-
-    def arm(
-        self, owner: object, request_id: str, flow_id: FlowId, loop: asyncio.AbstractEventLoop
-    ) -> PendingSubmit:
-        pending = PendingSubmit(owner, request_id, flow_id, loop)
-        self.pending[request_id] = pending
-        return pending
 
     def disarm(self, pending: PendingSubmit) -> None:
         """Forget a waiter whose submit was never sent."""

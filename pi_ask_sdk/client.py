@@ -93,8 +93,6 @@ class _Listener:
         if get_ident() != client._thread:
             client._hand_over(self._on_loop, channel, data, replay)
             return
-        if channel == SUBMIT:
-            return  # submits (ours or another bridge's) are the host's to judge
         try:
             # The channel's payload decoded (or found to be its exact Struct already) by the
             # core. decode_event gives that channel's own Struct or a Skipped, so the channel
@@ -116,6 +114,8 @@ class _Listener:
                 if type(event) is not Skipped:
                     client._completed(event)
                     return
+            elif channel == SUBMIT:
+                return  # submits (ours or another bridge's) are the host's to judge
             else:
                 event = decode_event(channel, data)  # a channel of no handler: a Skipped
             if type(event) is Skipped:
@@ -362,7 +362,7 @@ class BridgeClient:
         rid = book.request_id(self._prefix, request_id)
         loop = self._loop
         assert loop is not None  # set by open(), checked by _require
-        pending = book.arm(self, rid, flow_id, loop)
+        pending = book.pending[rid] = PendingSubmit(self, rid, flow_id, loop)  # armed: sent next
         return SubmitTicket(rid, flow_id, response.kind, pending)
 
     # --- internals ---
