@@ -414,6 +414,21 @@ async def test_malformed_payload_is_logged(caplog: pytest.LogCaptureFixture) -> 
 
 
 @pytest.mark.asyncio
+async def test_submits_delivered_to_a_client_are_left_to_the_host(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    transport = ScriptedTransport()
+    with caplog.at_level(logging.DEBUG, logger="pi_ask_sdk"):
+        async with BridgeClient(transport) as client:
+            transport.deliver(STARTED, started_payload("tool:open"))
+            submit = {"version": 1, "requestId": "r", "flowId": "tool:open"}
+            transport.deliver(SUBMIT, {**submit, "response": {"kind": "cancel"}})
+            transport.deliver(SUBMIT, "not even JSON")
+            assert list(client.open_flows) == ["tool:open"]
+    assert [r.getMessage() for r in caplog.records if r.name == "pi_ask_sdk"] == []
+
+
+@pytest.mark.asyncio
 async def test_unknown_extra_fields_are_tolerated() -> None:
     transport = ScriptedTransport()
     async with BridgeClient(transport) as client:
