@@ -30,23 +30,32 @@ class StreamSet(Generic[T]):
     forgotten. (A ``weakref.WeakSet`` does the same, but iterating one costs a generator and a
     guard per item delivered.)
 
-    The references are a tuple, replaced (never changed) when a stream comes or goes, which is
-    rare: a push iterates it as it is, with no copy, even when a stream ends (or is collected)
-    meanwhile."""
+    A push iterates a tuple of the references, made again only after the set changed (rare):
+    a stream ending, or collected, meanwhile changes the dict, never the tuple being iterated.
+    """
 
-    __slots__ = ("_refs",)
+    __slots__ = ("_live", "_refs")
 
     def __init__(self) -> None:
-        self._refs: tuple[weakref.ref[ClientStream[T]], ...] = ()
+        self._refs: dict[int, weakref.ref[ClientStream[T]]] = {}
+        self._live: tuple[weakref.ref[ClientStream[T]], ...] | None = ()
 
     def add(self, stream: ClientStream[T]) -> None:
-        def forget(ref: weakref.ref[ClientStream[T]]) -> None:
-            self._refs = tuple([other for other in self._refs if other is not ref])
+        refs, key = self._refs, id(stream)
 
-        self._refs = (*self._refs, weakref.ref(stream, forget))
+        def forget(ref: weakref.ref[ClientStream[T]]) -> None:
+            if refs.get(key) is ref:
+                del refs[key]
+                self._live = None
+
+        refs[key] = weakref.ref(stream, forget)
+        self._live = None
 
     def discard(self, stream: ClientStream[T]) -> None:
-        self._refs = tuple([ref for ref in self._refs if ref() is not stream])
+        ref = self._refs.get(id(stream))
+        if ref is not None and ref() is stream:
+            del self._refs[id(stream)]
+            self._live = None
 
     def __bool__(self) -> bool:
         return bool(self._refs)
@@ -56,7 +65,10 @@ class StreamSet(Generic[T]):
 
     def push(self, item: T | StreamEnd) -> None:
         """Deliver ``item`` to every live stream."""
-        for ref in self._refs:
+        live = self._live
+        if live is None:
+            live = self._live = tuple(self._refs.values())
+        for ref in live:
             stream = ref()
             if stream is not None:
                 stream._push(item)

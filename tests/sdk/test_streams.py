@@ -20,16 +20,19 @@ async def test_a_stream_that_left_is_forgotten_and_the_others_still_receive(leav
     middle = ClientStream(streams, [])
     last = ClientStream(streams, [])
     assert len(streams) == 3
+    streams.push(0)
     if leaving == "dropped":
         del middle
         gc.collect()
     else:
         await middle.aclose()
-        assert [item async for item in middle] == []
+        assert [item async for item in middle] == [0]
     assert len(streams) == 2
+    late = ClientStream(streams, [])  # joins after the first push
     streams.push(1)
-    assert await first.next(timeout=TIMEOUT) == 1
-    assert await last.next(timeout=TIMEOUT) == 1
+    assert [await first.next(timeout=TIMEOUT) for _ in range(2)] == [0, 1]
+    assert [await last.next(timeout=TIMEOUT) for _ in range(2)] == [0, 1]
+    assert await late.next(timeout=TIMEOUT) == 1
 
 
 @pytest.mark.asyncio
