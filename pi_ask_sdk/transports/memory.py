@@ -7,6 +7,7 @@ synchronous host (``FlowHost`` on ``LocalEventBus``) therefore acknowledges insi
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections.abc import Callable
 
@@ -48,6 +49,7 @@ class _Sending:
 # Per bus (by id), its transports' _Sending. Each transport holds it, and its bus, so an entry
 # lives only while its bus does (no other object can then have that id).
 _SENDING: weakref.WeakValueDictionary[int, _Sending] = weakref.WeakValueDictionary()
+_SENDING_LOCK = threading.Lock()  # two transports made at once on one bus get the same one
 
 
 class MemoryTransport:
@@ -63,9 +65,10 @@ class MemoryTransport:
 
     def __init__(self, bus: EventBus, host: FlowHost | None = None) -> None:
         self._bus = bus
-        sending = _SENDING.get(id(bus))
-        if sending is None:
-            sending = _SENDING[id(bus)] = _Sending()
+        with _SENDING_LOCK:
+            sending = _SENDING.get(id(bus))
+            if sending is None:
+                sending = _SENDING[id(bus)] = _Sending()
         self._sending = sending
         self._host = host
         self._listener: TransportListener | None = None
