@@ -115,11 +115,14 @@ def decode_event(channel: str, raw: object) -> DecodedEvent | Skipped:
         return raw
     if channel not in _KNOWN:
         return _from_builtins(channel, raw)
-    # JSON text is tried first: an isinstance that fails against a Struct class goes through its
-    # metaclass (several times slower), and exact Structs pass theirs at once. The version test
-    # is _is_version_one's, with the usual int 1 taken without a call.
+    # JSON text is tried first, unless ``raw`` is exactly the channel's Struct (what a host on
+    # an in-process bus emits): an isinstance that fails reads the object's ``__class__`` once
+    # per class tried (JSON text is four), and against a Struct class it goes through the
+    # metaclass, while one on the exact class returns at once. The version test is
+    # _is_version_one's, with the usual int 1 taken without a call.
     if channel == SUBMIT_RESULT:
-        if isinstance(raw, _JSON_TEXT):
+        kind = type(raw)
+        if kind is not SubmitAck and kind is not SubmitRejection and isinstance(raw, _JSON_TEXT):
             decoders = _decoders or _make_decoders()
             # A hint of which shape to try first (JSON.stringify writes no spaces); the other
             # shape is still tried, so the hint never decides.
@@ -136,7 +139,7 @@ def decode_event(channel: str, raw: object) -> DecodedEvent | Skipped:
             version = raw.version
             if (type(version) is int and version == 1) or _is_version_one(version):
                 return raw
-    elif isinstance(raw, _JSON_TEXT):
+    elif type(raw) is not _TYPES[channel] and isinstance(raw, _JSON_TEXT):
         decoders = _decoders or _make_decoders()
         try:
             decoded: DecodedEvent = (

@@ -129,6 +129,33 @@ def test_a_struct_on_the_wrong_channel_or_of_another_version_is_skipped() -> Non
     assert v2.reason == "bad_version"
 
 
+class _MyAck(SubmitAck, frozen=True, kw_only=True):
+    """A subclass of a wire Struct, as a Python host of one's own might emit."""
+
+
+class _MyStarted(StartedEvent, frozen=True, kw_only=True):
+    pass
+
+
+class _JsonBytes(bytes):
+    pass
+
+
+def test_struct_subclasses_and_json_text_subclasses_decode_like_their_base() -> None:
+    # The exact Structs take a shortcut by type; a subclass takes the general path to the
+    # same answer, and a bytes subclass is still JSON text.
+    ack = _MyAck(request_id="r", flow_id="f")
+    assert decode_event(SUBMIT_RESULT, ack) is ack
+    started = _MyStarted(**msgspec.structs.asdict(msgspec.convert(STARTED_JSON, StartedEvent)))
+    assert decode_event(STARTED, started) is started
+    old = msgspec.structs.replace(started, version=2)
+    assert getattr(decode_event(STARTED, old), "reason", None) == "bad_version"
+    for channel, payload, kind in CASES:
+        event = decode_event(channel, _JsonBytes(json.dumps(payload).encode()))
+        assert type(event) is kind
+        assert msgspec.to_builtins(event) == payload
+
+
 @pytest.mark.parametrize(
     ("channel", "raw", "reason"),
     [
