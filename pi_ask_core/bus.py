@@ -27,16 +27,18 @@ class LocalEventBus:
     an emit take effect from the next emit, as in Node.
     """
 
-    __slots__ = ("_handlers",)
+    __slots__ = ("_handlers", "_tokens")
 
     def __init__(self) -> None:
-        # Per channel, (token, handler) pairs; the token tells apart two subscriptions of the
-        # same function so that each unsubscribe removes exactly its own.
-        self._handlers: dict[str, tuple[tuple[object, Handler], ...]] = {}
+        # Per channel, the handlers, and beside them a token per subscription that tells apart
+        # two subscriptions of the same function, so that each unsubscribe removes exactly its
+        # own. (Two parallel tuples: emit iterates the handlers alone, no pair to unpack.)
+        self._handlers: dict[str, tuple[Handler, ...]] = {}
+        self._tokens: dict[str, tuple[object, ...]] = {}
 
     def emit(self, channel: str, data: object) -> None:
         # Iterates a snapshot (tuples are replaced, never mutated), as Node does.
-        for _, handler in self._handlers.get(channel, ()):
+        for handler in self._handlers.get(channel, ()):
             try:
                 handler(data)
             except Exception:
@@ -44,18 +46,20 @@ class LocalEventBus:
 
     def on(self, channel: str, handler: Handler) -> Unsubscribe:
         token = object()
-        self._handlers[channel] = (*self._handlers.get(channel, ()), (token, handler))
+        self._handlers[channel] = (*self._handlers.get(channel, ()), handler)
+        self._tokens[channel] = (*self._tokens.get(channel, ()), token)
 
         def unsubscribe() -> None:
-            current = self._handlers.get(channel, ())
-            # (a list, not a generator: tuple(<generator>) can leave a gen-0 GC count behind)
-            remaining = tuple([pair for pair in current if pair[0] is not token])
-            if len(remaining) == len(current):
+            tokens = self._tokens.get(channel, ())
+            if token not in tokens:
                 return
-            if remaining:
-                self._handlers[channel] = remaining
+            at = tokens.index(token)
+            handlers = self._handlers[channel]
+            if len(tokens) > 1:
+                self._tokens[channel] = tokens[:at] + tokens[at + 1 :]
+                self._handlers[channel] = handlers[:at] + handlers[at + 1 :]
             else:
-                del self._handlers[channel]
+                del self._tokens[channel], self._handlers[channel]
 
         return unsubscribe
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 import pytest
 
@@ -64,3 +65,27 @@ def test_subscriptions_changed_during_an_emit_apply_from_the_next_emit() -> None
     off()
     bus.emit("c", None)
     assert seen == ["a", "late"]
+
+
+def test_unsubscribing_one_of_several_keeps_the_others_in_order() -> None:
+    bus = LocalEventBus()
+    seen: list[object] = []
+
+    def tag(name: str) -> Callable[[object], None]:
+        return lambda data: seen.append(name)
+
+    offs = [bus.on("c", tag(name)) for name in ("a", "b", "c")]
+    same = bus.on("c", seen.append)
+    off_same = bus.on("c", seen.append)
+    offs[1]()
+    off_same()
+    bus.emit("c", "x")
+    assert seen == ["a", "c", "x"]
+    for off in (offs[0], offs[2], same, offs[1]):
+        off()
+    assert bus.listener_count("c") == 0
+    bus.emit("c", "y")
+    assert seen == ["a", "c", "x"]
+    bus.on("c", seen.append)
+    bus.emit("c", "z")
+    assert seen == ["a", "c", "x", "z"]
