@@ -14,7 +14,14 @@ from typing import Final, Literal, TypeAlias, TypeGuard, TypeVar, final
 import msgspec
 
 from .js import is_blank, js_object, js_ordered_keys
-from .protocol import AskOption, AskQuestion, QuestionType, ResultMode, SubmitErrorCode
+from .protocol import (
+    AskOption,
+    AskQuestion,
+    QuestionType,
+    ResultMode,
+    SubmitErrorCode,
+    SubmitRejection,
+)
 
 __all__ = [
     "AcceptedAnswer",
@@ -261,20 +268,26 @@ _NO_FLOW_ID: Final = "Submit flowId is required: the flowId of the started event
 def parse_envelope(data: object) -> Envelope | SubmitError:
     """Checks E1-E6 of spec §4.1, in order."""
     checked = _check_envelope(data)
-    return checked if type(checked) is SubmitError else Envelope(*checked)
+    if isinstance(checked, tuple):
+        return Envelope(*checked)
+    return SubmitError(checked.error, checked.message, checked.request_id, checked.flow_id)
 
 
 _Checked: TypeAlias = tuple[str, str, Literal["answer", "cancel"], Mapping[str, object]]
 
 
-def _check_envelope(data: object) -> _Checked | SubmitError:
-    """``parse_envelope`` as a plain tuple (request id, flow id, kind, response): what the host
-    takes, without an ``Envelope`` made and freed on every submit."""
+def _check_envelope(data: object) -> _Checked | SubmitRejection:
+    """``parse_envelope`` as the host takes it: a plain tuple (request id, flow id, kind,
+    response), or the ``submit-result`` refusing it (no ``Envelope`` or ``SubmitError`` made
+    and freed on the way)."""
     # ``type(...) is dict or``: the exact dict a JSON decoder gives needs no call (a call costs
     # as much as a check here); anything else is ``_is_object``'s to decide.
     if not (type(data) is dict or _is_object(data)):
-        return SubmitError(
-            "invalid_request", f"A submit must be a JSON object, not {_kind_of(data)}.", "", ""
+        return SubmitRejection(
+            request_id="",
+            flow_id="",
+            error="invalid_request",
+            message=f"A submit must be a JSON object, not {_kind_of(data)}.",
         )
     # ``data.get(...)`` each time: a bound ``get = data.get`` is a method object, allocated
     # and freed per call, that costs more than the attribute lookups it saves.
@@ -282,32 +295,24 @@ def _check_envelope(data: object) -> _Checked | SubmitError:
     version = data.get("version", _ABSENT)
     rid = request_id if isinstance(request_id, str) else ""
     fid = flow_id if isinstance(flow_id, str) else ""
+    message: str
     if not ((type(version) is int and version == 1) or _is_version_one(version)):
         shown = "missing" if version is _ABSENT else _show(version)
-        return SubmitError(
-            "invalid_request", f"Submit version must be the number 1, got {shown}.", rid, fid
-        )
-    if not rid:
-        return SubmitError("invalid_request", _NO_REQUEST_ID, rid, fid)
-    if not fid:
-        return SubmitError("invalid_request", _NO_FLOW_ID, rid, fid)
-    response = data.get("response")
-    if not (type(response) is dict or _is_object(response)):
-        return SubmitError(
-            "invalid_request",
-            f"Submit response must be an object, not {_kind_of(response)}.",
-            rid,
-            fid,
-        )
-    kind = response.get("kind")
-    if kind != "answer" and kind != "cancel":
-        return SubmitError(
-            "invalid_request",
-            f'Submit response.kind must be "answer" or "cancel", got {_show(kind)}.',
-            rid,
-            fid,
-        )
-    return rid, fid, kind, response
+        message = f"Submit version must be the number 1, got {shown}."
+    elif not rid:
+        message = _NO_REQUEST_ID
+    elif not fid:
+        message = _NO_FLOW_ID
+    else:
+        response = data.get("response")
+        if not (type(response) is dict or _is_object(response)):
+            message = f"Submit response must be an object, not {_kind_of(response)}."
+        else:
+            kind = response.get("kind")
+            if kind == "answer" or kind == "cancel":
+                return rid, fid, kind, response
+            message = f'Submit response.kind must be "answer" or "cancel", got {_show(kind)}.'
+    return SubmitRejection(request_id=rid, flow_id=fid, error="invalid_request", message=message)
 
 
 def check_answer_response(

@@ -18,7 +18,6 @@ from .answers import (
     AcceptedResponse,
     AnswerProblem,
     FormIndex,
-    SubmitError,
     _check_envelope,
     check_answer_response,
 )
@@ -457,64 +456,66 @@ class FlowHost:
             except (TypeError, ValueError, RecursionError):
                 data = None
         try:
-            envelope = _check_envelope(data)  # parse_envelope's checks, as a plain tuple
-            error: SubmitErrorCode
-            if type(envelope) is SubmitError:
-                rid, fid, error, message = (
-                    envelope.request_id,
-                    envelope.flow_id,
-                    envelope.code,
-                    envelope.message,
-                )
-            else:
-                rid, fid, kind, response = envelope
-                handle = self._active.get(fid)
-                if handle is None:
-                    error = "flow_not_found"
-                    message = (
-                        f'No ask flow "{fid}" is active: it never started, already completed, '
-                        "or was closed."
-                    )
-                else:
-                    decision = (
-                        None if kind == "cancel" else check_answer_response(response, handle._index)
-                    )
-                    if type(decision) is AnswerProblem:
-                        error, message = "invalid_answer", decision.message
+            # parse_envelope's checks, as the host takes them. (A sequence pattern asks no
+            # class: it tells the two apart cheaply, whichever it is.)
+            match _check_envelope(data):
+                case (rid, fid, kind, response):
+                    error: SubmitErrorCode
+                    handle = self._active.get(fid)
+                    if handle is None:
+                        error = "flow_not_found"
+                        message = (
+                            f'No ask flow "{fid}" is active: it never started, already completed, '
+                            "or was closed."
+                        )
                     else:
-                        # What is emitted now: the echoed request id (the flow id is the active
-                        # flow's own), and the accepted texts. One encode of the whole submit
-                        # is the cheap proof for the common clean case; when it fails (odd
-                        # text, or a key the rules ignore holding something deep or not JSON),
-                        # the texts used are checked one by one.
-                        if not (
-                            cleaned
-                            or (
-                                _is_plain(rid)
-                                and (
-                                    decision is None
-                                    or _json(data)
-                                    or _plain_texts(decision.answers)
+                        decision = (
+                            None
+                            if kind == "cancel"
+                            else check_answer_response(response, handle._index)
+                        )
+                        if type(decision) is AnswerProblem:
+                            error, message = "invalid_answer", decision.message
+                        else:
+                            # What is emitted now: the echoed request id (the flow id is the active
+                            # flow's own), and the accepted texts. One encode of the whole submit
+                            # is the cheap proof for the common clean case; when it fails (odd
+                            # text, or a key the rules ignore holding something deep or not JSON),
+                            # the texts used are checked one by one.
+                            if not (
+                                cleaned
+                                or (
+                                    _is_plain(rid)
+                                    and (
+                                        decision is None
+                                        or _json(data)
+                                        or _plain_texts(decision.answers)
+                                    )
                                 )
-                            )
-                        ):
-                            return self._judge(_clean_json(data)[0], True)
-                        try:
-                            # A cleaned copy's result is encoded to be sure (what is left of it
-                            # is unchecked).
-                            handle._finish(decision, verified=not cleaned)
-                        except (TypeError, ValueError, OverflowError) as exc:  # cannot encode
-                            return _refusal(
-                                rid,
-                                fid,
-                                "invalid_answer",
-                                f"The answer cannot be recorded: {exc}.",
-                            )
-                        if cleaned and not _is_plain(rid):
-                            rid = _utf8(str(rid))  # a copy that could not be cleaned
-                        # The active flow's own id: the submitted one is equal, but may be a
-                        # str subclass.
-                        return SubmitAck(request_id=rid, flow_id=handle.flow_id)
+                            ):
+                                return self._judge(_clean_json(data)[0], True)
+                            try:
+                                # A cleaned copy's result is encoded to be sure (what is left of it
+                                # is unchecked).
+                                handle._finish(decision, verified=not cleaned)
+                            except (TypeError, ValueError, OverflowError) as exc:  # cannot encode
+                                return _refusal(
+                                    rid,
+                                    fid,
+                                    "invalid_answer",
+                                    f"The answer cannot be recorded: {exc}.",
+                                )
+                            if cleaned and not _is_plain(rid):
+                                rid = _utf8(str(rid))  # a copy that could not be cleaned
+                            # The active flow's own id: the submitted one is equal, but may be a
+                            # str subclass.
+                            return SubmitAck(request_id=rid, flow_id=handle.flow_id)
+                    rejection = SubmitRejection(
+                        request_id=rid, flow_id=fid, error=error, message=message
+                    )
+                case rejection:  # the envelope's own refusal
+                    rid, fid, message = rejection.request_id, rejection.flow_id, rejection.message
+            # What is emitted: the echoed ids and the message must be text that encodes.
             # (Three isascii calls cost less than joining the texts to check them at once.)
             if not (
                 type(rid) is str
@@ -525,8 +526,8 @@ class FlowHost:
             ):
                 if not cleaned and not (_is_plain(rid) and _is_plain(fid) and _is_plain(message)):
                     return self._judge(_clean_json(data)[0], True)
-                return _refusal(rid, fid, error, message)
-            return SubmitRejection(request_id=rid, flow_id=fid, error=error, message=message)
+                return _refusal(rid, fid, rejection.error, message)
+            return rejection
         except (_TooDeep, RecursionError):
             return _too_deep(data)
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Any
 
+import msgspec
 import pytest
 
-from pi_ask_core import FlowHost, OptionTarget, SubmitAck, SubmitRejection
+from pi_ask_core import FlowHost, OptionTarget, SubmitAck, SubmitError, SubmitRejection
+from pi_ask_core.answers import Envelope, parse_envelope
 from tests.spec_examples import EXAMPLES
 
 from .conftest import Recorder
@@ -144,3 +146,42 @@ def test_messages_name_the_offending_question_and_value(form_b: FlowHost) -> Non
     assert '"Vue"' in ack.message
     assert '"frameworks"' in ack.message
     assert '"vue"' in ack.message  # says what would have been valid
+
+
+ENVELOPE_REFUSALS: list[object] = [
+    "not an object",
+    None,
+    [{"version": 1}],
+    envelope({"kind": "cancel"}, version=2),
+    envelope({"kind": "cancel"}, version="1"),
+    {"requestId": 7, "flowId": "tool:call-B", "response": {"kind": "cancel"}},
+    envelope({"kind": "cancel"}, requestId=""),
+    envelope({"kind": "cancel"}, flowId=99),
+    {"version": 1, "requestId": "r", "flowId": "tool:call-B"},
+    envelope({"kind": "approve"}),
+    envelope([]),
+    envelope({"kind": "cancel"}, requestId="r\u00e9", version=None),
+    envelope({"kind": "cancel"}, requestId="r\ud800", flowId=None),
+]
+
+
+@pytest.mark.parametrize("data", ENVELOPE_REFUSALS)
+def test_parse_envelope_refuses_as_the_host_does(form_b: FlowHost, data: object) -> None:
+    # The host takes the envelope's refusal as its submit-result; parse_envelope still gives
+    # the SubmitError of the same refusal.
+    error = parse_envelope(data)
+    ack = form_b.resolve_submit(data)
+    assert type(error) is SubmitError
+    assert type(ack) is SubmitRejection
+    assert (ack.error, ack.message) == (error.code, error.message)
+    assert (ack.request_id, ack.flow_id) == (
+        error.request_id.replace("\ud800", "\ufffd"),
+        error.flow_id,
+    )
+    msgspec.json.encode(ack)
+    assert form_b.get("tool:call-B") is not None
+
+
+def test_parse_envelope_passes_a_valid_envelope() -> None:
+    response = {"kind": "answer", "answers": {}}
+    assert parse_envelope(envelope(response)) == Envelope("r", "tool:call-B", "answer", response)
