@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from types import MappingProxyType
 from typing import Any
 
@@ -9,7 +10,7 @@ import msgspec
 import pytest
 
 from pi_ask_core import FlowHost, OptionTarget, SubmitAck, SubmitError, SubmitRejection
-from pi_ask_core.answers import Envelope, parse_envelope
+from pi_ask_core.answers import AnswerProblem, Envelope, QuestionIndex, check_values, parse_envelope
 from tests.spec_examples import EXAMPLES
 
 from .conftest import Recorder
@@ -185,3 +186,23 @@ def test_parse_envelope_refuses_as_the_host_does(form_b: FlowHost, data: object)
 def test_parse_envelope_passes_a_valid_envelope() -> None:
     response = {"kind": "answer", "answers": {}}
     assert parse_envelope(envelope(response)) == Envelope("r", "tool:call-B", "answer", response)
+
+
+class _Text(str):
+    """A str subclass, as the SDK's option values are (msgspec does not encode one as is)."""
+
+
+@pytest.mark.parametrize(
+    ("values", "shown"),
+    [
+        (["vue", "vue"], '["vue","vue"]'),
+        ((_Text("vue"), _Text("vue")), '["vue","vue"]'),
+        (["v\ud800", "v\ud800"], "an array"),
+        (["x" * 50, "x" * 50], '["' + "x" * 50 + '","' + "x" * 22 + "..."),
+    ],
+)
+def test_duplicate_values_are_shown_as_their_text(values: Sequence[str], shown: str) -> None:
+    problem = check_values("frameworks", values, QuestionIndex.of("frameworks", "multi", {}))
+    assert problem == AnswerProblem(
+        f'values for question "frameworks" must be unique, got {shown}.', "duplicate_value"
+    )
