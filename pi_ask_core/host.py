@@ -447,8 +447,8 @@ class FlowHost:
         not ``cleaned`` and the verdict would emit text that does not encode, nothing is
         applied and a cleaned copy is judged instead.
 
-        (The whole of ``resolve_submit``, with one exit for refusals: every call layer costs
-        as much as a check on the path of a refused submit.)
+        (The whole of ``resolve_submit`` but what ``_accept`` does, with one exit for refusals:
+        every call layer costs as much as a check on the path of a refused submit.)
         """
         if type(data) is not dict and isinstance(type(data), _STRUCT_META):
             try:
@@ -460,10 +460,9 @@ class FlowHost:
             # class: it tells the two apart cheaply, whichever it is.)
             match _check_envelope(data):
                 case (rid, fid, kind, response):
-                    error: SubmitErrorCode
                     handle = self._active.get(fid)
                     if handle is None:
-                        error = "flow_not_found"
+                        error: SubmitErrorCode = "flow_not_found"
                         message = (
                             f'No ask flow "{fid}" is active: it never started, already completed, '
                             "or was closed."
@@ -474,42 +473,9 @@ class FlowHost:
                             if kind == "cancel"
                             else check_answer_response(response, handle._index)
                         )
-                        if type(decision) is AnswerProblem:
-                            error, message = "invalid_answer", decision.message
-                        else:
-                            # What is emitted now: the echoed request id (the flow id is the active
-                            # flow's own), and the accepted texts. One encode of the whole submit
-                            # is the cheap proof for the common clean case; when it fails (odd
-                            # text, or a key the rules ignore holding something deep or not JSON),
-                            # the texts used are checked one by one.
-                            if not (
-                                cleaned
-                                or (
-                                    _is_plain(rid)
-                                    and (
-                                        decision is None
-                                        or _json(data)
-                                        or _plain_texts(decision.answers)
-                                    )
-                                )
-                            ):
-                                return self._judge(_clean_json(data)[0], True)
-                            try:
-                                # A cleaned copy's result is encoded to be sure (what is left of it
-                                # is unchecked).
-                                handle._finish(decision, verified=not cleaned)
-                            except (TypeError, ValueError, OverflowError) as exc:  # cannot encode
-                                return _refusal(
-                                    rid,
-                                    fid,
-                                    "invalid_answer",
-                                    f"The answer cannot be recorded: {exc}.",
-                                )
-                            if cleaned and not _is_plain(rid):
-                                rid = _utf8(str(rid))  # a copy that could not be cleaned
-                            # The active flow's own id: the submitted one is equal, but may be a
-                            # str subclass.
-                            return SubmitAck(request_id=rid, flow_id=handle.flow_id)
+                        if type(decision) is not AnswerProblem:
+                            return self._accept(data, cleaned, rid, handle, decision)
+                        error, message = "invalid_answer", decision.message
                     rejection = SubmitRejection(
                         request_id=rid, flow_id=fid, error=error, message=message
                     )
@@ -530,6 +496,39 @@ class FlowHost:
             return rejection
         except (_TooDeep, RecursionError):
             return _too_deep(data)
+
+    def _accept(
+        self,
+        data: object,
+        cleaned: bool,
+        rid: str,
+        handle: FlowHandle,
+        decision: AcceptedResponse | None,
+    ) -> SubmitResultEvent:
+        """``_judge``'s verdict on a submit its rules accept (``decision``; ``None``: a cancel)."""
+        # What is emitted now: the echoed request id (the flow id is the active flow's own), and
+        # the accepted texts. One encode of the whole submit is the cheap proof for the common
+        # clean case; when it fails (odd text, or a key the rules ignore holding something deep
+        # or not JSON), the texts used are checked one by one.
+        if not (
+            cleaned
+            or (
+                _is_plain(rid)
+                and (decision is None or _json(data) or _plain_texts(decision.answers))
+            )
+        ):
+            return self._judge(_clean_json(data)[0], True)
+        try:
+            # A cleaned copy's result is encoded to be sure (what is left of it is unchecked).
+            handle._finish(decision, verified=not cleaned)
+        except (TypeError, ValueError, OverflowError) as exc:  # cannot encode
+            return _refusal(
+                rid, handle.flow_id, "invalid_answer", f"The answer cannot be recorded: {exc}."
+            )
+        if cleaned and not _is_plain(rid):
+            rid = _utf8(str(rid))  # a copy that could not be cleaned
+        # The active flow's own id: the submitted one is equal, but may be a str subclass.
+        return SubmitAck(request_id=rid, flow_id=handle.flow_id)
 
     # --- called by handles ---
 
