@@ -59,14 +59,8 @@ class Skipped(msgspec.Struct, frozen=True):
 DecodedEvent: TypeAlias = StartedEvent | CompletedEvent | SubmitAck | SubmitRejection | SubmitEvent
 """What ``decode_event`` returns for a payload it takes."""
 
-_Typed: TypeAlias = type[StartedEvent] | type[CompletedEvent] | type[SubmitEvent]
-
+_JsonText: TypeAlias = bytes | bytearray | memoryview | msgspec.Raw
 _JSON_TEXT: Final = (bytes, bytearray, memoryview, msgspec.Raw)
-_TYPES: Final[dict[str, _Typed]] = {
-    STARTED: StartedEvent,
-    COMPLETED: CompletedEvent,
-    SUBMIT: SubmitEvent,
-}
 
 
 class _Decoders:
@@ -88,7 +82,14 @@ _ResultDecoder: TypeAlias = (
 )
 _decoders: _Decoders | None = None
 _REFUSED: Final = b'"ok":false'
-_KNOWN: Final = frozenset((STARTED, COMPLETED, SUBMIT, SUBMIT_RESULT))
+
+# Per known channel, the Structs that are its events.
+_STRUCTS: Final[dict[str, tuple[type[DecodedEvent], ...]]] = {
+    STARTED: (StartedEvent,),
+    COMPLETED: (CompletedEvent,),
+    SUBMIT: (SubmitEvent,),
+    SUBMIT_RESULT: (SubmitAck, SubmitRejection),
+}
 
 
 @overload
@@ -113,51 +114,50 @@ def decode_event(channel: str, raw: object) -> DecodedEvent | Skipped:
     With a channel constant (``STARTED``, ...) the type checker knows which Struct comes back."""
     if type(raw) is Skipped:
         return raw
-    if channel not in _KNOWN:
+    structs = _STRUCTS.get(channel)
+    if structs is None:
         return _from_builtins(channel, raw)
-    # JSON text is tried first, unless ``raw`` is exactly the channel's Struct (what a host on
-    # an in-process bus emits): an isinstance that fails reads the object's ``__class__`` once
-    # per class tried (JSON text is four), and against a Struct class it goes through the
-    # metaclass, while one on the exact class returns at once. The version test is
+    # JSON text is tried first, unless ``raw`` is exactly one of the channel's Structs (what a
+    # host on an in-process bus emits): an isinstance that fails reads the object's
+    # ``__class__`` once per class tried (JSON text is four), and against a Struct class it goes
+    # through the metaclass, while one on the exact class returns at once. The version test is
     # _is_version_one's, with the usual int 1 taken without a call.
-    if channel == SUBMIT_RESULT:
-        kind = type(raw)
-        if kind is not SubmitAck and kind is not SubmitRejection and isinstance(raw, _JSON_TEXT):
-            decoders = _decoders or _make_decoders()
-            # A hint of which shape to try first (JSON.stringify writes no spaces); the other
-            # shape is still tried, so the hint never decides.
-            text = raw if isinstance(raw, (bytes, bytearray)) else bytes(raw)
-            order: tuple[_ResultDecoder, _ResultDecoder] = (decoders.ack, decoders.rejection)
-            if _REFUSED in text:
-                order = (decoders.rejection, decoders.ack)
-            for decoder in order:
-                try:
-                    return decoder.decode(raw)
-                except (msgspec.DecodeError, RecursionError):
-                    pass
-        elif isinstance(raw, (SubmitAck, SubmitRejection)):
-            version = raw.version
-            if (type(version) is int and version == 1) or _is_version_one(version):
-                return raw
-    elif type(raw) is not _TYPES[channel] and isinstance(raw, _JSON_TEXT):
-        decoders = _decoders or _make_decoders()
-        try:
-            decoded: DecodedEvent = (
-                decoders.started.decode(raw)
-                if channel == STARTED
-                else decoders.completed.decode(raw)
-                if channel == COMPLETED
-                else decoders.submit.decode(raw)
-            )
-        except (msgspec.DecodeError, RecursionError):
-            pass
-        else:
+    if type(raw) not in structs and isinstance(raw, _JSON_TEXT):
+        decoded = _decode_text(channel, raw)
+        if decoded is not None:
             return decoded
-    elif isinstance(raw, _TYPES[channel]):
+    elif isinstance(raw, structs):
         version = raw.version
         if (type(version) is int and version == 1) or _is_version_one(version):
             return raw
     return _from_builtins(channel, raw)
+
+
+def _decode_text(channel: str, raw: _JsonText) -> DecodedEvent | None:
+    """JSON text on a known channel as its Struct, or None when it does not decode as one (the
+    slow path then names what is wrong)."""
+    decoders = _decoders or _make_decoders()
+    try:
+        if channel == STARTED:
+            return decoders.started.decode(raw)
+        if channel == COMPLETED:
+            return decoders.completed.decode(raw)
+        if channel == SUBMIT:
+            return decoders.submit.decode(raw)
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    # A submit-result: a hint of which shape to try first (JSON.stringify writes no spaces);
+    # the other shape is still tried, so the hint never decides.
+    text = raw if isinstance(raw, (bytes, bytearray)) else bytes(raw)
+    order: tuple[_ResultDecoder, _ResultDecoder] = (decoders.ack, decoders.rejection)
+    if _REFUSED in text:
+        order = (decoders.rejection, decoders.ack)
+    for decoder in order:
+        try:
+            return decoder.decode(raw)
+        except (msgspec.DecodeError, RecursionError):
+            pass
+    return None
 
 
 def _make_decoders() -> _Decoders:
@@ -178,7 +178,7 @@ def _from_builtins(channel: str, raw: object) -> DecodedEvent | Skipped:
         return Skipped(channel, "not_json", f"not JSON ({why})")
     except (TypeError, ValueError) as exc:
         return Skipped(channel, "not_json", f"not JSON ({exc})")
-    if channel not in _KNOWN:
+    if channel not in _STRUCTS:
         if channel.startswith(LEGACY_CHANNEL_PREFIX):
             return Skipped(channel, "legacy_channel", "a legacy channel", raw)
         return Skipped(channel, "unknown_channel", "not a pi-agent-ask channel", raw)
@@ -194,7 +194,7 @@ def _from_builtins(channel: str, raw: object) -> DecodedEvent | Skipped:
     try:
         if channel == SUBMIT_RESULT:
             return submit_result_from_builtins(raw)
-        typed: DecodedEvent = msgspec.convert(raw, _TYPES[channel])
+        typed: DecodedEvent = msgspec.convert(raw, _STRUCTS[channel][0])
     except (msgspec.ValidationError, RecursionError) as exc:
         why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
         return Skipped(channel, "malformed", f"malformed ({why})", original)

@@ -112,10 +112,7 @@ def _committed(answer: AcceptedAnswer) -> bool:
 def summarize_question(question: AskQuestion) -> AskQuestionSummary:
     """A question as a result lists it (spec §5): its requested type, and the presented one
     when they differ."""
-    # ``question.requested`` spelled out: a property call costs as much as the rest of this.
-    requested, presented = question.requested_type, question.presented_type
-    if requested is UNSET:
-        requested = question.type
+    requested, presented = question.requested, question.presented_type
     return AskQuestionSummary(
         id=question.id,
         label=question.label,
@@ -237,8 +234,7 @@ def build_result(
     index_like = False  # whether an id may be an array index, which JavaScript orders first
     for question, summary in zip(form.questions, summaries, strict=True):
         qid = question.id
-        # A form's ids are never empty; an array index starts with an ASCII digit ("0"-"9").
-        if qid[0] <= "9":
+        if qid[:1].isdigit():  # js_object's own test for a key that may be an array index
             index_like = True
         accepted = answers.get(qid)
         # Only a note or option notes make items: no context is built for the other answers.

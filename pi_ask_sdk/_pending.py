@@ -154,8 +154,7 @@ Closed: TypeAlias = PendingSubmit | Literal["completed", "session_ended"]
 
 
 class SubmitBook:
-    """Waiters by request id (``pending``: the client arms one before each send), and the most
-    recent ``memory`` flows that cannot take a submit."""
+    """Waiters by request id, and the most recent ``memory`` flows that cannot take a submit."""
 
     __slots__ = ("_forks", "_random", "_used", "closed", "memory", "pending")
 
@@ -203,6 +202,14 @@ class SubmitBook:
                     request_id, "holds a lone surrogate (the host would echo it changed)"
                 ) from None
         return request_id
+
+    def arm(
+        self, owner: object, request_id: str, flow_id: FlowId, loop: asyncio.AbstractEventLoop
+    ) -> PendingSubmit:
+        """A waiter for the submit about to be sent (armed first: an in-process host
+        acknowledges inside the send)."""
+        pending = self.pending[request_id] = PendingSubmit(owner, request_id, flow_id, loop)
+        return pending
 
     def disarm(self, pending: PendingSubmit) -> None:
         """Forget a waiter whose submit was never sent."""

@@ -351,18 +351,16 @@ class BridgeClient:
 
     def _prepare(self, flow: FlowView, response: Response, request_id: str | None) -> SubmitTicket:
         """The checks made before sending, and the armed waiter's ticket."""
-        if self._state != "open":  # (the check without a call when it passes)
-            self._require("submit")
+        self._require("submit")
         flow_id = flow.flow_id
         if response.flow_id != flow_id:
             raise FlowMismatch(flow_id, response.flow_id)
         book = self._book
-        if flow_id in book.closed:  # (refuse_closed only for a flow it may refuse)
-            book.refuse_closed(flow_id)
+        book.refuse_closed(flow_id)
         rid = book.request_id(self._prefix, request_id)
         loop = self._loop
         assert loop is not None  # set by open(), checked by _require
-        pending = book.pending[rid] = PendingSubmit(self, rid, flow_id, loop)  # armed: sent next
+        pending = book.arm(self, rid, flow_id, loop)
         return SubmitTicket(rid, flow_id, response.kind, pending)
 
     # --- internals ---
@@ -423,8 +421,7 @@ class BridgeClient:
             view,
         )
         self._book.completed(flow_id, completion)
-        if self._event_streams._refs:  # (_publish's check, without its call)
-            self._event_streams.push(completion)
+        self._publish(completion)
 
     def _drop_everything(self, reason: ConnectionLostReason) -> None:
         self._book.lose_all(reason)

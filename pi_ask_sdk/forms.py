@@ -335,7 +335,7 @@ class FlowView(msgspec.Struct, frozen=True, gc=False):
                     text(q.label),
                     text(q.prompt),
                     q.type,
-                    q.type if q.requested_type is UNSET else q.requested_type,
+                    q.requested,
                     q.required,
                     tuple(q.options),
                 )
