@@ -102,17 +102,12 @@ async def test_pi_dying_fails_a_pending_await_result(fresh_pi: PiProcess) -> Non
         started = time.monotonic()
         lost = await client.await_result(ticket, timeout=TIMEOUT)
         assert isinstance(lost, SubmitLost)
-        # EOF may be seen a moment before the kernel marks the pid dead: then the transport
-        # first reports a session end (and retries) before it reports the disconnect
-        assert lost.reason in ("session_ended", "disconnected")
+        # a killed Pi sent no session end: the transport sees it exiting when the socket drops
+        assert lost.reason == "disconnected"
         assert time.monotonic() - started < TIMEOUT / 2
-        for _ in range(2):
-            ended = await next_event(events, "session_ended")
-            assert ended.kind == "session_ended"
-            if ended.reason == "disconnected":
-                break
-        else:
-            raise AssertionError("no disconnect reported")
+        ended = await next_event(events, "session_ended")
+        assert ended.kind == "session_ended"
+        assert ended.reason == "disconnected"
         transport = client.transport
         assert isinstance(transport, RelayTransport)
         assert not transport.is_connected

@@ -113,8 +113,16 @@ def _check_private(
         raise UnsafeRelayPath(path, f"its mode is {mode:o}; {wrong_mode}")
 
 
+_PF_EXITING: Final = 0x4
+"""Linux's per-task flag for a process inside ``exit()`` (``/proc/<pid>/stat``, field 9)."""
+
+
 def pid_alive(pid: int) -> bool:
-    """Whether a process with this pid exists (and is not a zombie waiting to be reaped)."""
+    """Whether a process with this pid exists and is not exiting (nor a zombie to be reaped).
+
+    A process that is exiting counts as gone: a killed Pi closes its sockets while it exits,
+    before it becomes a zombie, so a client that sees its connection drop must already find it
+    gone (else it would report a session end that Pi never sent)."""
     if pid <= 0:
         return False
     try:
@@ -126,9 +134,14 @@ def pid_alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat", "rb") as fh:
             fields = fh.read().rsplit(b")", 1)[-1].split()
-        return not fields or fields[0] not in (b"Z", b"X")
     except OSError:
         return True  # no /proc (not Linux): kill() said it exists
+    if not fields or fields[0] in (b"Z", b"X"):
+        return not fields
+    try:
+        return not int(fields[6]) & _PF_EXITING  # set before the exiting process's files close
+    except (IndexError, ValueError):
+        return True
 
 
 def discover_relays(
