@@ -210,6 +210,20 @@ class FlowHandle:
         answers, mode, cancelled = self._outcome
         return build_result(self.form, answers, mode=mode, cancelled=cancelled)
 
+    def abort_result(self) -> AskResult:
+        """What the tool call returns when it is aborted (or its form goes away) now: the flow
+        cancelled, reporting the local answers, as a local cancel would (spec §3.5, A16, A17's
+        TUI path). A fresh copy on each call; it changes nothing."""
+        return build_result(self.form, self._local, cancelled=True)
+
+    @property
+    def tool_result(self) -> AskResult | None:
+        """What the tool call returns once the flow ended: its ``result`` if it completed, else
+        (disposed: aborted, its UI or session gone) ``abort_result()``. None while open."""
+        if self._state == "open":
+            return None
+        return self.result if self._outcome is not None else self.abort_result()
+
     def add_done_callback(self, callback: Callable[[FlowHandle], None]) -> None:
         """Call ``callback(handle)`` once the flow completes or is disposed (now, if it has)."""
         if self._state == "open":

@@ -90,6 +90,30 @@ def test_l2_disposed_flow_emits_no_completed_and_later_submit_is_flow_not_found(
     assert handle.state == "disposed"
 
 
+def test_an_aborted_call_returns_the_cores_cancelled_result_without_completed(
+    recorder: Recorder, host: FlowHost
+) -> None:
+    handle = host.start(FORM_D, tool_call_id="call-D")
+    question = handle.questions[0]
+    typed = {question.id: {"values": [question.options[0].value]}}
+    handle.set_local_answers(typed)
+    assert handle.tool_result is None  # open: the call has no result yet
+    aborted = handle.abort_result()
+    assert aborted.cancelled is True
+    assert aborted.answers[question.id].values == [question.options[0].value]  # A16
+    assert handle.is_open  # asking changes nothing
+    handle.dispose()  # the abort (TUI path, A17): no completed
+    assert COMPLETED not in channels(recorder.take())
+    assert handle.result is None
+    assert handle.tool_result == aborted
+
+
+def test_a_completed_flow_returns_its_result_to_the_tool(host: FlowHost) -> None:
+    handle = host.start(FORM_A, tool_call_id="call-A")
+    result = handle.cancel()
+    assert handle.tool_result == result
+
+
 def test_l3_after_close_submits_get_no_acknowledgement(recorder: Recorder, host: FlowHost) -> None:
     handle = host.start(FORM_A, tool_call_id="call-A")
     host.close()
