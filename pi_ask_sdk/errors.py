@@ -28,6 +28,9 @@
         │       ├── RelayHandshakeError  no valid hello (with its replays) in time
         │       ├── RelayPathTooLong   longer than a Unix socket path may be
         │       └── RelayConnectError  connecting failed (errno kept, the OSError as cause)
+        ├── StandinError               the stand-in host's server (pi_ask_sdk.standin) cannot listen
+        │   ├── StandinPathTooLong     longer than a Unix socket path may be
+        │   └── StandinInUse           a live stand-in server already answers at that path
         ├── PiNotInstalled             (also RuntimeError) the real-Pi kit: no such Pi
         ├── PiFailed                   (also RuntimeError) the real-Pi kit: Pi did not do it
         └── TransportCheckFailed       (also AssertionError) testing.check_transport: a check failed
@@ -82,6 +85,9 @@ __all__ = [
     "RelayPathMissing",
     "RelayPathTooLong",
     "ResponseProblem",
+    "StandinError",
+    "StandinInUse",
+    "StandinPathTooLong",
     "SubmitRefused",
     "TransportCheckFailed",
     "TransportUnavailable",
@@ -107,6 +113,7 @@ BridgeErrorCode = Literal[
     "connection_lost",
     "client_not_open",
     "transport_unavailable",
+    "standin_unavailable",
     "pi_not_installed",
     "pi_failed",
     "transport_check_failed",
@@ -353,6 +360,15 @@ _MAX_SOCKET_PATH: Final = 107
 """Longest Unix socket path in bytes (``sun_path`` is 108 bytes with its terminating NUL)."""
 
 
+def _too_long(path: Path, what: str, remedy: str) -> str:
+    """The message of a socket path that does not fit: the path, its length, the limit, the fix."""
+    size = len(os.fsencode(path))
+    return (
+        f"The {what} path {path} is {size} bytes, longer than the {_MAX_SOCKET_PATH} bytes a "
+        f"Unix socket path may have. {remedy}"
+    )
+
+
 # --- the relay transport's errors (pi_ask_sdk.transports.relay) --------------------------------
 
 
@@ -415,11 +431,13 @@ class RelayPathTooLong(RelayError):
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        size = len(os.fsencode(path))
         super().__init__(
-            f"The relay socket path {path} is {size} bytes, longer than the {_MAX_SOCKET_PATH} "
-            "bytes a Unix socket path may have. Set PI_ASK_RELAY_DIR to a shorter directory "
-            "(the same for Pi and for this client)."
+            _too_long(
+                path,
+                "relay socket",
+                "Set PI_ASK_RELAY_DIR to a shorter directory (the same for Pi and for this "
+                "client).",
+            )
         )
 
 
@@ -439,6 +457,42 @@ class RelayPathMissing(NoRelayFound, FileNotFoundError):
     def __init__(self, path: Path, directory: Path) -> None:
         self.path = path
         NoRelayFound.__init__(self, directory, f"{path} does not exist")
+
+
+# --- the stand-in host (pi_ask_sdk.standin) ------------------------------------------------------
+
+
+class StandinError(BridgeError):
+    """The stand-in host's server cannot listen (``path`` says where; the message why)."""
+
+    code: Literal["standin_unavailable"] = "standin_unavailable"
+
+    def __init__(self, path: Path, message: str) -> None:
+        self.path = path
+        super().__init__(message)
+
+
+class StandinPathTooLong(StandinError, ValueError):
+    """The stand-in's socket path is longer than a Unix socket path may be (107 bytes)."""
+
+    def __init__(self, path: Path) -> None:
+        remedy = (
+            "Give StandinServer a shorter socket_path, or leave it out: the server then makes "
+            "a private directory under $XDG_RUNTIME_DIR, else the temporary directory (set "
+            "TMPDIR to a shorter one)."
+        )
+        super().__init__(path, _too_long(path, "stand-in socket", remedy))
+
+
+class StandinInUse(StandinError):
+    """A live stand-in server already answers at the socket path (a stale socket is replaced)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(
+            path,
+            f"Another stand-in server answers at {path}: stop it, or give this one another "
+            "socket_path (a socket nothing answers at is replaced).",
+        )
 
 
 # --- the real-Pi test kit (pi_ask_sdk.realpi) ---------------------------------------------------

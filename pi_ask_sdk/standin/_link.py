@@ -14,6 +14,8 @@ from typing import Final
 
 import msgspec
 
+from pi_ask_sdk.transports.relay import check_relay_dir
+
 __all__ = [
     "ENV_SOCKET",
     "LINE_LIMIT",
@@ -55,8 +57,6 @@ def decode_line(line: bytes) -> object:
 
 def check_private_dir(path: Path) -> None:
     """The relay's rules for the socket's directory (``UnsafeRelayPath`` says what is wrong)."""
-    from pi_ask_sdk.transports.relay import check_relay_dir
-
     check_relay_dir(path)
 
 

@@ -6,12 +6,15 @@ import asyncio
 import contextlib
 import logging
 import os
+import socket
 import tempfile
 import threading
 import time
 from pathlib import Path
 
 from pi_ask_core import CompletedEvent
+from pi_ask_sdk.errors import StandinError, StandinInUse, StandinPathTooLong
+from pi_ask_sdk.transports.relay import MAX_SOCKET_PATH
 
 from ._link import ENV_SOCKET, LINE_LIMIT, check_private_dir, decode_line, same_user
 from ._session import StandinSession
@@ -24,9 +27,14 @@ _log = logging.getLogger("pi_ask_sdk.standin")
 class StandinServer:
     """Listens for the stand-in extension; one ``StandinSession`` (and ``FlowHost``) per session.
 
-    ``socket_path`` defaults to ``pi-ask-standin.sock`` in a fresh private directory. Use as an
+    ``socket_path`` defaults to ``standin.sock`` in a fresh private directory. Use as an
     async context manager, or ``await start()`` / ``await close()``. ``environment()`` is what
-    Pi's environment needs. Every ``completed`` event of every session is kept in ``completed``.
+    Pi's environment needs. Every ``completed`` event of every session is kept in ``completed``
+    (in order; ``completed_by`` holds the session of each).
+
+    ``start()`` raises ``StandinPathTooLong`` for a path a Unix socket cannot have and
+    ``StandinInUse`` while another server answers at ``socket_path``; a socket there that
+    nothing answers at (a stale one) is replaced.
     """
 
     def __init__(
@@ -40,6 +48,7 @@ class StandinServer:
         self.present_single_as_multi = present_single_as_multi
         self.sessions: list[StandinSession] = []
         self.completed: list[CompletedEvent] = []
+        self.completed_by: list[StandinSession] = []
         self._server: asyncio.AbstractServer | None = None
         self._path: Path | None = None
         self._cond = threading.Condition()
@@ -63,14 +72,22 @@ class StandinServer:
         else:
             path = self._requested
             path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if len(os.fsencode(path)) > MAX_SOCKET_PATH:
+            self._remove_own_dir()
+            raise StandinPathTooLong(path)
         check_private_dir(path.parent)
-        with contextlib.suppress(FileNotFoundError):
-            if path.is_socket():
-                path.unlink()
-        self._server = await asyncio.start_unix_server(
-            self._serve, path=str(path), limit=LINE_LIMIT
-        )
-        path.chmod(0o600)
+        if path.is_socket():
+            await _replace_stale(path)
+        try:
+            self._server = await asyncio.start_unix_server(
+                self._serve, path=str(path), limit=LINE_LIMIT
+            )
+            path.chmod(0o600)
+        except OSError as error:
+            self._remove_own_dir()
+            raise StandinError(
+                path, f"The stand-in server cannot listen at {path}: {error.strerror or error}."
+            ) from error
         self._path = path
         return self
 
@@ -89,6 +106,9 @@ class StandinServer:
         if self._path is not None:
             with contextlib.suppress(FileNotFoundError):
                 self._path.unlink()
+        self._remove_own_dir()
+
+    def _remove_own_dir(self) -> None:
         if self._own_dir is not None:
             with contextlib.suppress(OSError):
                 self._own_dir.rmdir()
@@ -131,27 +151,59 @@ class StandinServer:
             if task is not None:
                 self._tasks.discard(task)
 
-    def _session_started(self, session: StandinSession) -> None:
+    # --- what its sessions tell it (the ``SessionOwner`` seam of ``StandinSession``) ---
+
+    def session_started(self, session: StandinSession) -> None:
+        """A session said hello: it joins ``sessions``."""
         with self._cond:
             self.sessions.append(session)
             self._cond.notify_all()
 
-    def _record(self, event: CompletedEvent) -> None:
+    def session_completed(self, session: StandinSession, event: CompletedEvent) -> None:
+        """A flow of ``session`` completed: kept in ``completed`` (and ``completed_by``)."""
         with self._cond:
             self.completed.append(event)
+            self.completed_by.append(session)
             self._cond.notify_all()
 
-    def wait_completed(self, flow_id: str, *, timeout: float) -> CompletedEvent:
+    def wait_completed(
+        self, flow_id: str, *, timeout: float, pid: int | None = None, since: int = 0
+    ) -> CompletedEvent:
         """The ``completed`` event of ``flow_id`` (thread-safe; ``TimeoutError`` at the deadline).
 
-        Call it from another thread than the server's loop (``StandinThread``)."""
+        Flow ids repeat (``tool:<toolCallId>`` in another session, another Pi, a later call with
+        the same id), so narrow it down: ``pid`` takes only the sessions of that Pi process,
+        ``since`` only events from that index of ``completed`` on (its length when the flow
+        was opened). Call it from another thread than the server's loop (``StandinThread``)."""
         deadline = time.monotonic() + timeout
         with self._cond:
+            index = since
             while True:
-                for event in self.completed:
-                    if event.flow_id == flow_id:
+                while index < len(self.completed):
+                    event, session = self.completed[index], self.completed_by[index]
+                    index += 1
+                    if event.flow_id == flow_id and (pid is None or session.pid == pid):
                         return event
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise TimeoutError(f"flow {flow_id} did not complete in {timeout:g} s")
+                    where = "" if pid is None else f" in Pi {pid}"
+                    raise TimeoutError(f"flow {flow_id} did not complete{where} in {timeout:g} s")
                 self._cond.wait(left)
+
+
+async def _replace_stale(path: Path) -> None:
+    """Remove the socket at ``path`` if nothing answers there; ``StandinInUse`` if a server
+    does (the relay's rule: never take a live server's socket away)."""
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.setblocking(False)
+    try:
+        await asyncio.wait_for(asyncio.get_running_loop().sock_connect(probe, str(path)), 1.0)
+    except (ConnectionRefusedError, FileNotFoundError):
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()  # stale: its server is gone
+        return
+    except (OSError, asyncio.TimeoutError):
+        pass  # a full backlog or a stopped server: still someone's, not ours to take
+    finally:
+        probe.close()
+    raise StandinInUse(path)

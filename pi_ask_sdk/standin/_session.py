@@ -4,9 +4,10 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import msgspec
 
@@ -24,16 +25,25 @@ from pi_ask_core import (
     SubmitRefused,
     decode_event,
 )
-from pi_ask_core.results import build_result
 
 from ._link import decode_line, encode_line
 
-if TYPE_CHECKING:
-    from ._server import StandinServer
-
-__all__ = ["StandinSession"]
+__all__ = ["SessionOwner", "StandinSession"]
 
 _log = logging.getLogger("pi_ask_sdk.standin")
+_numbers = itertools.count(1)
+
+
+class SessionOwner(Protocol):
+    """What a ``StandinSession`` needs from its server (``StandinServer`` is one): its setting,
+    and to be told of the session's start and of each ``completed`` event."""
+
+    @property
+    def present_single_as_multi(self) -> bool: ...
+
+    def session_started(self, session: StandinSession) -> None: ...
+
+    def session_completed(self, session: StandinSession, event: CompletedEvent) -> None: ...
 
 
 class _BadArguments(ValueError):
@@ -41,11 +51,15 @@ class _BadArguments(ValueError):
 
 
 class StandinSession:
-    """One Pi session on the link: its own bus and ``FlowHost`` (``host``)."""
+    """One Pi session on the link: its own bus and ``FlowHost`` (``host``).
 
-    def __init__(self, server: StandinServer, writer: asyncio.StreamWriter) -> None:
-        self._server = server
+    ``number`` tells sessions apart (unique in this process); ``pid`` is the Pi process's, from
+    its hello (a Pi keeps its pid across ``new_session``, its session is new)."""
+
+    def __init__(self, owner: SessionOwner, writer: asyncio.StreamWriter) -> None:
+        self._owner = owner
         self._writer = writer
+        self.number = next(_numbers)
         self.pid: int | None = None
         self.bus = LocalEventBus()
         self.host: FlowHost | None = None
@@ -58,7 +72,7 @@ class StandinSession:
             self._send({"type": "emit", "channel": channel, "data": data})
             event = decode_event(channel, data)
             if isinstance(event, CompletedEvent):
-                self._server._record(event)
+                self._owner.session_completed(self, event)
 
         return forward
 
@@ -72,6 +86,9 @@ class StandinSession:
         if not isinstance(message, dict):
             return
         kind = message.get("type")
+        if kind == "ping":  # the extension's heartbeat while it waits on this server
+            self._send({"type": "pong"})
+            return
         if kind == "hello":
             self._hello(message)
             return
@@ -104,11 +121,11 @@ class StandinSession:
         self.pid = pid if isinstance(pid, int) else None
         self.host = FlowHost(
             self.bus,
-            present_single_as_multi=self._server.present_single_as_multi,
+            present_single_as_multi=self._owner.present_single_as_multi,
             cwd=cwd if isinstance(cwd, str) else None,
             schedule=asyncio.get_running_loop().call_soon,
         )
-        self._server._session_started(self)
+        self._owner.session_started(self)
 
     def _tool(self, host: FlowHost, ref: int, message: Mapping[str, object]) -> None:
         call_id = message.get("toolCallId")
@@ -129,17 +146,22 @@ class StandinSession:
         except PiAskError as error:
             self._send({"type": "error", "ref": ref, "message": str(error)})
             return
-        cancelled = build_result(handle.form, {}, cancelled=True)
         self._tools[ref] = handle
-        self._send({"type": "opened", "ref": ref, "flowId": handle.flow_id, "cancelled": cancelled})
+        self._opened(ref, handle)
 
         def done(finished: FlowHandle) -> None:
             self._tools.pop(ref, None)
-            result = finished.result or cancelled  # disposed (aborted): a cancelled result
+            result = finished.tool_result  # the core's: completed, or aborted (cancelled)
             text = msgspec.json.encode(result).decode()
             self._send({"type": "result", "ref": ref, "text": text, "result": result})
 
         handle.add_done_callback(done)
+
+    def _opened(self, ref: int, handle: FlowHandle) -> None:
+        """Tell the extension the form is open, with the result its call returns if it is
+        aborted (or this server is lost): the core's, sent again when the local answers change."""
+        message = {"type": "opened", "ref": ref, "flowId": handle.flow_id}
+        self._send({**message, "cancelled": handle.abort_result()})
 
     def _command(self, host: FlowHost, name: str, args: str) -> dict[str, object]:
         if name == "open":
@@ -187,6 +209,9 @@ class StandinSession:
                 raise SubmitRefused("flow_not_found", f'No open flow "{flow_id}".')
             if name == "local":
                 handle.set_local_answers(spec.get("answers"))
+                for ref, tool in self._tools.items():
+                    if tool is handle:
+                        self._opened(ref, handle)
                 return {"command": name, "ok": True, "flowId": flow_id}
             result = handle.complete(spec.get("response"))
         except SubmitRefused as error:
@@ -196,7 +221,7 @@ class StandinSession:
 
     def _open(self, host: FlowHost, args: str) -> dict[str, object]:
         try:
-            spec = _open_spec(args, self._server.present_single_as_multi)
+            spec = _open_spec(args, self._owner.present_single_as_multi)
         except _BadArguments as error:
             return {"command": "open", "ok": False, "error": "bad_arguments", "message": str(error)}
         call_id = spec.get("toolCallId")

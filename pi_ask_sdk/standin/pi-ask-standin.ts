@@ -36,6 +36,18 @@ const CH_SUBMIT = "pi-agent-ask:submit";
 const EMITTABLE = new Set(["pi-agent-ask:started", "pi-agent-ask:completed", "pi-agent-ask:submit-result"]);
 const COMMANDS = ["open", "cancel", "dispose", "list", "local", "complete"] as const;
 const MAX_LINE_BYTES = 256 * 1024 * 1024;
+const ENV_TIMEOUT = "PI_ASK_STANDIN_TIMEOUT";
+const DEFAULT_TIMEOUT_S = 10;
+
+/** How long the server may take to answer a request or a ping (seconds, PI_ASK_STANDIN_TIMEOUT). */
+function replyTimeoutMs(): number {
+	const raw = process.env[ENV_TIMEOUT];
+	if (raw === undefined || raw === "") return DEFAULT_TIMEOUT_S * 1000;
+	const seconds = Number(raw);
+	if (Number.isFinite(seconds) && seconds > 0) return seconds * 1000;
+	log(`${ENV_TIMEOUT}=${raw} is not a positive number of seconds; using ${DEFAULT_TIMEOUT_S}`);
+	return DEFAULT_TIMEOUT_S * 1000;
+}
 
 export const FAUX_PROVIDER = "pi-ask-faux";
 export const FAUX_MODEL = "scripted";
@@ -88,10 +100,15 @@ function limitDepth(input: unknown, depth: number): unknown {
 interface ToolWaiter {
 	resolve(message: Message): void;
 	reject(error: Error): void;
-	fallback?: unknown; // the core's cancelled result, used if the link dies while the form is open
+	fallback?: unknown; // the core's cancelled result, used if the call is aborted or the link dies
+	timer?: ReturnType<typeof setTimeout>; // until the server acknowledges the request
 }
 
-/** One connection to the Python stand-in server, for one Pi session. */
+/** One connection to the Python stand-in server, for one Pi session.
+ *
+ * Nothing here waits on the server without a bound: every request must be acknowledged (a report,
+ * `opened`, a result or an error) within the reply timeout, and while a form is open the server
+ * must answer a ping within it too; else the link counts as lost. An abort ends its call at once. */
 class Link {
 	private socket: net.Socket | undefined;
 	private chunks: Buffer[] = [];
@@ -100,6 +117,9 @@ class Link {
 	private readonly waiters = new Map<number, ToolWaiter>();
 	private closed = false;
 	private readonly pi: ExtensionAPI;
+	private readonly timeoutMs = replyTimeoutMs();
+	private heartbeat: ReturnType<typeof setInterval> | undefined;
+	private pingOutstanding = false;
 
 	constructor(pi: ExtensionAPI, socketPath: string) {
 		this.pi = pi;
@@ -132,7 +152,7 @@ class Link {
 		this.socket.write(`${line}\n`);
 	}
 
-	/** Sends a request and waits for the reply carrying the same ref. */
+	/** Sends a request and waits (bounded) for the server's acknowledgement carrying the same ref. */
 	request(message: Message, onRef?: (ref: number) => void): Promise<Message> {
 		const ref = ++this.nextRef;
 		return new Promise<Message>((resolve, reject) => {
@@ -140,15 +160,79 @@ class Link {
 				reject(new Error("the pi-ask stand-in host is not connected"));
 				return;
 			}
-			this.waiters.set(ref, { resolve, reject });
+			const timer = setTimeout(() => this.guard(() => this.unanswered(ref)), this.timeoutMs);
+			timer.unref();
+			this.waiters.set(ref, { resolve, reject, timer });
+			this.startHeartbeat();
 			onRef?.(ref);
 			this.send({ ...message, ref });
 		});
 	}
 
+	/** The call of `ref` was aborted: tell the server (if it listens) and end the call now. */
+	abort(ref: number): void {
+		this.send({ type: "abort", ref });
+		const waiter = this.take(ref);
+		if (!waiter) return;
+		if (waiter.fallback !== undefined) waiter.resolve(this.fallbackResult(ref, waiter.fallback));
+		else waiter.reject(new Error("ask_user was aborted before the pi-ask stand-in host opened its form"));
+	}
+
+	private unanswered(ref: number): void {
+		const waiter = this.take(ref);
+		if (!waiter) return;
+		this.send({ type: "abort", ref }); // a server that wakes up later disposes the form
+		const seconds = this.timeoutMs / 1000;
+		waiter.reject(
+			new Error(
+				`the pi-ask stand-in host (the Python server at ${ENV_SOCKET}) did not answer within ${seconds} s ` +
+					`(is it stopped or busy? raise ${ENV_TIMEOUT} to wait longer)`,
+			),
+		);
+	}
+
+	private take(ref: number): ToolWaiter | undefined {
+		const waiter = this.waiters.get(ref);
+		if (!waiter) return undefined;
+		this.waiters.delete(ref);
+		if (waiter.timer) clearTimeout(waiter.timer);
+		if (this.waiters.size === 0) this.stopHeartbeat();
+		return waiter;
+	}
+
+	private fallbackResult(ref: number, result: unknown): Message {
+		return { type: "result", ref, result, text: JSON.stringify(result) };
+	}
+
+	// While a request or a form is pending, a server that stops answering (e.g. a stopped process,
+	// whose socket stays open) is noticed by its pings going unanswered.
+	private startHeartbeat(): void {
+		if (this.heartbeat) return;
+		this.pingOutstanding = false;
+		this.heartbeat = setInterval(() => this.guard(() => this.beat()), this.timeoutMs);
+		this.heartbeat.unref();
+	}
+
+	private stopHeartbeat(): void {
+		if (this.heartbeat) clearInterval(this.heartbeat);
+		this.heartbeat = undefined;
+	}
+
+	private beat(): void {
+		if (this.pingOutstanding) {
+			this.lost(`the pi-ask stand-in host did not answer a ping within ${this.timeoutMs / 1000} s (${ENV_TIMEOUT})`);
+			return;
+		}
+		this.pingOutstanding = true;
+		this.send({ type: "ping" });
+	}
+
 	setFallback(ref: number, result: unknown): void {
 		const waiter = this.waiters.get(ref);
-		if (waiter) waiter.fallback = result;
+		if (!waiter) return;
+		waiter.fallback = result;
+		if (waiter.timer) clearTimeout(waiter.timer); // acknowledged: the form stays open, unbounded
+		waiter.timer = undefined;
 	}
 
 	private onData(chunk: Buffer): void {
@@ -174,6 +258,7 @@ class Link {
 	}
 
 	private onMessage(message: Message): void {
+		this.pingOutstanding = false; // any line shows the server is alive
 		if (message.type === "emit" && typeof message.channel === "string" && EMITTABLE.has(message.channel)) {
 			this.pi.events.emit(message.channel, message.data);
 			return;
@@ -184,20 +269,19 @@ class Link {
 			this.setFallback(ref, message.cancelled);
 			return;
 		}
-		const waiter = this.waiters.get(ref);
-		if (!waiter) return;
-		this.waiters.delete(ref);
-		waiter.resolve(message);
+		this.take(ref)?.resolve(message);
 	}
 
 	private lost(why: string): void {
 		if (this.closed) return;
 		this.closed = true;
+		this.stopHeartbeat();
 		this.socket?.destroy();
 		this.socket = undefined;
-		for (const [ref, waiter] of this.waiters) {
-			this.waiters.delete(ref);
-			if (waiter.fallback !== undefined) waiter.resolve({ type: "result", ref, result: waiter.fallback, text: JSON.stringify(waiter.fallback) });
+		for (const ref of [...this.waiters.keys()]) {
+			const waiter = this.take(ref);
+			if (!waiter) continue;
+			if (waiter.fallback !== undefined) waiter.resolve(this.fallbackResult(ref, waiter.fallback));
 			else waiter.reject(new Error(why));
 		}
 	}
@@ -371,16 +455,17 @@ export default function piAskStandin(pi: ExtensionAPI): void {
 		parameters: AskParamsSchema,
 		async execute(toolCallId, params, signal) {
 			let ref = 0;
-			const onAbort = () => link.send({ type: "abort", ref });
-			const reply = await link.request(
-				{ type: "tool", toolCallId, params },
-				(r) => {
+			const onAbort = () => link.abort(ref); // ends the call now, even if the server is stuck
+			let reply: Message;
+			try {
+				reply = await link.request({ type: "tool", toolCallId, params }, (r) => {
 					ref = r;
-					if (signal?.aborted) onAbort();
+					if (signal?.aborted) queueMicrotask(onAbort);
 					else signal?.addEventListener("abort", onAbort, { once: true });
-				},
-			);
-			signal?.removeEventListener("abort", onAbort);
+				});
+			} finally {
+				signal?.removeEventListener("abort", onAbort);
+			}
 			if (reply.type === "error") throw new Error(String(reply.message));
 			return { content: [{ type: "text" as const, text: String(reply.text) }], details: reply.result };
 		},
