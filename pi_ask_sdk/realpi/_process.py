@@ -109,6 +109,10 @@ class PiProcess:
         self._lock = threading.RLock()
         self._threads: list[threading.Thread] = []
         self.exited = threading.Event()
+        # Where the stand-in's `completed` list stood when each flow was opened here: its result
+        # is the first completion of that flow id after it, from this Pi process.
+        self._flow_marks: dict[str, int] = {}
+        self._tool_marks: dict[str, int] = {}  # the same for a tool call's record here
 
     # --- lifecycle ---
 
@@ -315,6 +319,45 @@ class PiProcess:
     def prompt(self, message: str, *, timeout: float = WAIT) -> PiRecord:
         return self.request({"type": "prompt", "message": message}, timeout=timeout)
 
+    def wait_idle(self, *, timeout: float = WAIT) -> None:
+        """Wait until Pi's agent has no run in progress (``PiFailed`` at the deadline).
+
+        Pi refuses a prompt that would start a run while one is still going ("Agent is already
+        processing"): after an ``ask_user`` result the scripted model still has its reply to
+        give. Pi's ``get_state`` says whether a run is going; while one is, this waits for the
+        record that ends it (``agent_settled``; ``agent_end`` on Pi 0.74, which clears its busy
+        flag only once that record's listeners ran, hence the check again)."""
+        end = "agent_end" if self.env.flavour == "legacy" else "agent_settled"
+        deadline = time.monotonic() + timeout
+        while True:
+            since = self.mark()
+            state = self.request({"type": "get_state"}, timeout=max(deadline - time.monotonic(), 0))
+            data = state.get("data")
+            if not (isinstance(data, dict) and data.get("isStreaming")):
+                return
+            if self._last_run_record(end) == end and time.monotonic() < deadline:
+                continue  # ended: Pi clears its flag once that record was handled
+            try:
+                self.wait_record(
+                    lambda r: r.get("type") == end,
+                    since=since,
+                    timeout=max(deadline - time.monotonic(), 0),
+                )
+            except PiFailed:
+                raise PiFailed(
+                    f"Pi's agent was still busy after {timeout:g} s (an ask_user call still "
+                    f"open?); stderr:\n{self.stderr_tail()}"
+                ) from None
+
+    def _last_run_record(self, end: str) -> str | None:
+        """The type of the latest record that starts an agent run or is ``end``."""
+        with self._cond:
+            for record in reversed(self.records):
+                kind = record.get("type")
+                if kind in ("agent_start", end):
+                    return kind
+        return None
+
     def test_command(self, name: str, args: str, *, timeout: float = WAIT) -> StandinReport:
         """Run ``/pi-ask-test-<name> <args>`` and return its ``pi-ask-test`` report."""
         with self._lock:
@@ -345,10 +388,17 @@ class PiProcess:
         spec: dict[str, object] = {"params": params}
         if tool_call_id is not None:
             spec["toolCallId"] = tool_call_id
+        mark = self._completed_mark()
         report = self.test_command("open", json.dumps(spec), timeout=timeout)
         if not report.get("ok"):
             raise PiFailed(f"the test host refused the form: {report}")
-        return str(report["flowId"])
+        flow_id = str(report["flowId"])
+        self._flow_marks[flow_id] = mark
+        return flow_id
+
+    def _completed_mark(self) -> int:
+        standin = self.standin
+        return 0 if standin is None else len(standin.server.completed)
 
     def call_ask_user(
         self,
@@ -358,12 +408,24 @@ class PiProcess:
         timeout: float = WAIT,
     ) -> str:
         """Make the scripted model call ``ask_user`` with ``params`` (a real tool call, whose
-        result goes back to Pi's agent); returns the flow id ``tool:<tool_call_id>`` at once."""
+        result goes back to Pi's agent); returns the flow id ``tool:<tool_call_id>`` at once.
+
+        Waits first (within ``timeout``) until the agent is idle (``wait_idle``): Pi refuses a
+        prompt while a run is going, e.g. the model's reply to the previous call's result."""
         if tool_call_id is None:
             self._tool_calls += 1
             tool_call_id = f"pi-ask-call-{self._tool_calls}"
-        self.prompt(f"CALL ask_user#{tool_call_id} {json.dumps(params)}", timeout=timeout)
-        return f"tool:{tool_call_id}"
+        deadline = time.monotonic() + timeout
+        self.wait_idle(timeout=timeout)
+        flow_id = f"tool:{tool_call_id}"
+        self._flow_marks[flow_id] = self._completed_mark()
+        since = self.mark()
+        self.prompt(
+            f"CALL ask_user#{tool_call_id} {json.dumps(params)}",
+            timeout=max(deadline - time.monotonic(), 0),
+        )
+        self._tool_marks[tool_call_id] = since
+        return flow_id
 
     def set_local_answers(self, flow_id: str, answers: Mapping[str, object]) -> StandinReport:
         """What the host's own user typed into ``flow_id`` (not a completion; a cancel reports
@@ -395,19 +457,27 @@ class PiProcess:
         """The ``AskResult`` of ``flow_id`` once it completed (waits up to ``timeout``).
 
         With the stand-in host, from the host's ``completed`` event; with your own host, from the
-        ``ask_user`` tool result (tool flows only).
+        ``ask_user`` tool result (tool flows only). Only this Pi's session that opened the flow
+        here counts: the same flow id in another Pi on the same stand-in, in a session before a
+        ``new_session``, or in an earlier call with the same tool call id is not this flow.
         """
         import msgspec
 
         if self.standin is not None and self.host_extension is None:
             try:
-                event = self.standin.server.wait_completed(flow_id, timeout=timeout)
+                event = self.standin.server.wait_completed(
+                    flow_id,
+                    timeout=timeout,
+                    pid=self.pid,
+                    since=self._flow_marks.get(flow_id, 0),
+                )
             except TimeoutError as error:
                 raise PiFailed(f"{error}; stderr:\n{self.stderr_tail()}") from None
             return msgspec.convert(msgspec.to_builtins(event.result), AskResult)
         call_id = flow_id.removeprefix("tool:")
         record = self.wait_record(
             lambda r: r.get("type") == "tool_execution_end" and r.get("toolCallId") == call_id,
+            since=self._tool_marks.get(call_id, 0),
             timeout=timeout,
         )
         return msgspec.convert(record["result"]["details"], AskResult)
