@@ -78,6 +78,7 @@ __all__ = [
     "NoRelayFound",
     "PiAskError",
     "PiFailed",
+    "PiInstallProblem",
     "PiNotInstalled",
     "RelayConnectError",
     "RelayError",
@@ -498,10 +499,31 @@ class StandinInUse(StandinError):
 # --- the real-Pi test kit (pi_ask_sdk.realpi) ---------------------------------------------------
 
 
+PiInstallProblem = Literal["not_installed", "stale", "npm_missing", "npm_failed", "npm_timeout"]
+"""Why Pi is not there: never installed, an install that does not verify (``stale``: missing,
+empty, truncated or changed files, other lock files), or npm missing, failing, or too slow."""
+
+
 class PiNotInstalled(BridgeError, RuntimeError):
-    """The requested Pi flavour is not installed or cannot be (the message says why)."""
+    """The requested Pi flavour is not installed or cannot be (the message says why).
+
+    ``problem`` names the cause, ``path`` the cache directory and ``command`` the npm command
+    that installs it (None where they do not apply)."""
 
     code: Literal["pi_not_installed"] = "pi_not_installed"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        problem: PiInstallProblem = "not_installed",
+        path: Path | None = None,
+        command: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.problem: PiInstallProblem = problem
+        self.path = path
+        self.command = command
 
 
 class PiFailed(BridgeError, RuntimeError):

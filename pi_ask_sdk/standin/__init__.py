@@ -34,13 +34,20 @@ Modules: ``_link`` (the socket variable, JSON lines, trust checks), ``_session``
 
 from __future__ import annotations
 
-from ._link import ENV_SOCKET, standin_extension_path
+from pi_ask_sdk.errors import StandinError, StandinInUse, StandinPathTooLong
+
+from ._link import ENV_SOCKET, ENV_TIMEOUT, standin_extension_path
 from ._server import StandinServer
-from ._session import StandinSession
+from ._session import SessionOwner, StandinSession
 from ._thread import StandinThread, running_standin
 
 __all__ = [
     "ENV_SOCKET",
+    "ENV_TIMEOUT",
+    "SessionOwner",
+    "StandinError",
+    "StandinInUse",
+    "StandinPathTooLong",
     "StandinServer",
     "StandinSession",
     "StandinThread",

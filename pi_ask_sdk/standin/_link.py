@@ -18,6 +18,7 @@ from pi_ask_sdk.transports.relay import check_relay_dir
 
 __all__ = [
     "ENV_SOCKET",
+    "ENV_TIMEOUT",
     "LINE_LIMIT",
     "check_private_dir",
     "decode_line",
@@ -28,6 +29,10 @@ __all__ = [
 
 ENV_SOCKET: Final = "PI_ASK_STANDIN_SOCKET"
 """The variable that names the server's socket to the extension (unset: the extension is off)."""
+
+ENV_TIMEOUT: Final = "PI_ASK_STANDIN_TIMEOUT"
+"""Seconds the extension waits for the server to acknowledge a request or answer a ping
+(default 10): a stopped or silent server then fails the call instead of hanging Pi."""
 
 LINE_LIMIT: Final = 256 * 1024 * 1024
 

@@ -36,7 +36,7 @@ const CH_SUBMIT = "pi-agent-ask:submit";
 const EMITTABLE = new Set(["pi-agent-ask:started", "pi-agent-ask:completed", "pi-agent-ask:submit-result"]);
 const COMMANDS = ["open", "cancel", "dispose", "list", "local", "complete"] as const;
 const MAX_LINE_BYTES = 256 * 1024 * 1024;
-const ENV_TIMEOUT = "PI_ASK_STANDIN_TIMEOUT";
+const ENV_TIMEOUT = "PI_ASK_STANDIN_TIMEOUT"; // pi_ask_sdk.standin.ENV_TIMEOUT
 const DEFAULT_TIMEOUT_S = 10;
 
 /** How long the server may take to answer a request or a ping (seconds, PI_ASK_STANDIN_TIMEOUT). */

@@ -102,7 +102,12 @@ def pi_env(flavour: Flavour) -> PiEnv:
     try:
         return locate_pi(flavour, PI_DIR)
     except PiNotInstalled as exc:
-        raise PiNotInstalled(f"{exc}: {install_hint(flavour)}") from None
+        raise PiNotInstalled(
+            f"{exc}: {install_hint(flavour)}",
+            problem=exc.problem,
+            path=exc.path,
+            command=exc.command,
+        ) from None
 
 
 # --- SDK helpers (bounded waits only) ------------------------------------------------------------

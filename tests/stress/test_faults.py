@@ -24,9 +24,9 @@ from pathlib import Path
 
 import pytest
 
-from pi_ask_sdk import SubmitAccepted, SubmitLost
+from pi_ask_sdk import PiNotInstalled, SubmitAccepted, SubmitLost
 from pi_ask_sdk.errors import StandinInUse, StandinPathTooLong
-from pi_ask_sdk.realpi import PiRecord
+from pi_ask_sdk.realpi import PiRecord, install_pi, locate_pi
 from pi_ask_sdk.standin import ENV_SOCKET, StandinServer, StandinThread
 from tests.integration.pi_process import (
     TIMEOUT,
@@ -335,3 +335,46 @@ async def test_a_second_server_refuses_a_live_socket_and_replaces_a_stale_one(
             writer.close()
     finally:
         directory.rmdir()
+
+
+# --- the install cache is verified, not trusted --------------------------------------------------
+
+_LINKING_NPM = """#!/usr/bin/env bash
+# npm ci from the already installed Pi, hard-linked (same files as the real npm ci gave)
+set -euo pipefail
+[[ "$1" == ci && -f package-lock.json ]]
+cp -al "$PI_SOURCE/node_modules" node_modules
+"""
+
+
+def test_a_corrupted_cache_is_named_reinstalled_and_runs_a_real_pi(
+    pi_installation: PiEnv, shared_tmp: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    installed = Path(pi_installation.node_modules).parent
+    cache = installed.parent / f".node-faults-{os.getpid()}"  # same file system: hard links
+    copy = cache / installed.name
+    try:
+        cache.mkdir()
+        subprocess.run(["cp", "-al", str(installed), str(copy)], check=True, timeout=120)
+        assert locate_pi(pi_installation.flavour, cache).version == pi_installation.version
+        cli = copy / Path(pi_installation.pi_cli).relative_to(installed)
+        cli.unlink()  # replaced, not written through the link into the real install
+        cli.write_bytes(b"")
+        with pytest.raises(PiNotInstalled) as broken:
+            locate_pi(pi_installation.flavour, cache)
+        assert broken.value.problem == "stale"
+        assert "0 bytes" in str(broken.value)
+        assert str(copy) in str(broken.value)
+
+        npm = tmp_path / "bin" / "npm"
+        npm.parent.mkdir()
+        npm.write_text(_LINKING_NPM)
+        npm.chmod(0o755)
+        monkeypatch.setenv("PATH", f"{npm.parent}:{os.environ['PATH']}")
+        monkeypatch.setenv("PI_SOURCE", str(installed))
+        env = install_pi(pi_installation.flavour, cache)
+        assert Path(env.pi_cli).stat().st_size == Path(pi_installation.pi_cli).stat().st_size
+        with running_pi(env, tmp_path / "pi", shared_tmp=shared_tmp) as pi:
+            assert pi.request({"type": "get_state"})["success"] is True
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
