@@ -3,8 +3,8 @@
 # `lint`, `sdist` (the unpacked sdist runs its own tests), the real-Pi envs `pi` (Pi 1.6.0 on
 # node 22) and `pi-legacy` (Pi 0.74.2 on the machine's node 20), whose Pi and node come from npm
 # through scripts/install-pi.sh, `stress` (the relay and SDK under big, bursty and odd input on a
-# real Pi), `ssh` (a real Pi reached through a real sshd's ssh -L forward on 127.0.0.1,
-# scripts/install-sshd.sh), and `web`
+# real Pi, and faults injected into the stand-in host and the real-Pi kit), `ssh` (a real Pi
+# reached through a real sshd's ssh -L forward on 127.0.0.1, scripts/install-sshd.sh), and `web`
 # (the web example in Debian's Chromium, scripts/install-browser.sh).
 # Extra arguments go to tox (e.g. `-e py311,lint`). With CI=true it takes no arguments and fails
 # unless all of Python 3.10, 3.11, 3.12 and 3.13 are there (so all four envs run).

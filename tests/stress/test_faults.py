@@ -128,20 +128,32 @@ def short_dir(tmp_path: Path) -> Path:
 # --- a stopped or silent stand-in server never hangs Pi ------------------------------------------
 
 
+@contextmanager
+def stopped_with_a_form_open(
+    env: PiEnv, shared_tmp: Path, tmp_path: Path, call_id: str, reply_timeout: float
+) -> Iterator[tuple[PiProcess, int]]:
+    """A Pi whose ``ask_user`` call ``call_id`` is open when its server gets SIGSTOP; yields
+    the Pi and its record index from before the call."""
+    directory = short_dir(tmp_path)
+    try:
+        with (
+            server_process(directory / "s.sock") as server,
+            pi_on(env, tmp_path / "pi", shared_tmp, directory / "s.sock", reply_timeout) as pi,
+        ):
+            since = pi.mark()
+            wait_open(pi, pi.call_ask_user(single_question(), tool_call_id=call_id))
+            os.kill(server.pid, signal.SIGSTOP)
+            yield pi, since
+    finally:
+        shutil.rmtree(directory)  # (a killed server leaves its socket)
+
+
 def test_an_abort_ends_the_call_at_once_when_the_server_is_stopped(
     pi_installation: PiEnv, shared_tmp: Path, tmp_path: Path
 ) -> None:
-    directory = short_dir(tmp_path)
-    path = directory / "s.sock"
     # a long reply bound: only the abort can end this call in time
-    with (
-        server_process(path) as server,
-        pi_on(pi_installation, tmp_path / "pi", shared_tmp, path, reply_timeout=60) as pi,
-    ):
-        since = pi.mark()
-        flow_id = pi.call_ask_user(single_question(), tool_call_id="stopped")
-        wait_open(pi, flow_id)
-        os.kill(server.pid, signal.SIGSTOP)
+    with stopped_with_a_form_open(pi_installation, shared_tmp, tmp_path, "stopped", 60) as opened:
+        pi, since = opened
         started = time.monotonic()
         pi.request({"type": "abort"})
         record = tool_end(pi, "stopped", since, timeout=TIMEOUT)
@@ -149,22 +161,13 @@ def test_an_abort_ends_the_call_at_once_when_the_server_is_stopped(
         # the core's cancelled result, handed over when the form opened
         assert record["result"]["details"]["cancelled"] is True
         assert pi.alive()
-    shutil.rmtree(directory)  # (a killed server leaves its socket)
 
 
 def test_a_stopped_server_is_noticed_and_the_open_call_ends(
     pi_installation: PiEnv, shared_tmp: Path, tmp_path: Path
 ) -> None:
-    directory = short_dir(tmp_path)
-    path = directory / "s.sock"
-    with (
-        server_process(path) as server,
-        pi_on(pi_installation, tmp_path / "pi", shared_tmp, path, reply_timeout=1) as pi,
-    ):
-        since = pi.mark()
-        flow_id = pi.call_ask_user(single_question(), tool_call_id="noticed")
-        wait_open(pi, flow_id)
-        os.kill(server.pid, signal.SIGSTOP)
+    with stopped_with_a_form_open(pi_installation, shared_tmp, tmp_path, "noticed", 1) as opened:
+        pi, since = opened
         started = time.monotonic()
         record = tool_end(pi, "noticed", since, timeout=TIMEOUT)  # two missed pings: ~2 s
         assert time.monotonic() - started < TIMEOUT
@@ -175,7 +178,6 @@ def test_a_stopped_server_is_noticed_and_the_open_call_ends(
         after = tool_end(pi, "after", since, timeout=TIMEOUT)
         assert after.get("isError") is True
         assert "not connected" in json.dumps(after["result"])
-    shutil.rmtree(directory)
 
 
 def test_a_silent_server_fails_the_call_and_the_command_within_the_bound(
