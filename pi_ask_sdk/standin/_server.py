@@ -84,6 +84,9 @@ class StandinServer:
             )
             path.chmod(0o600)
         except OSError as error:
+            if self._server is not None:
+                self._server.close()
+                self._server = None
             self._remove_own_dir()
             raise StandinError(
                 path, f"The stand-in server cannot listen at {path}: {error.strerror or error}."

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 from collections.abc import Callable, Mapping
 from typing import Protocol
@@ -31,7 +30,6 @@ from ._link import decode_line, encode_line
 __all__ = ["SessionOwner", "StandinSession"]
 
 _log = logging.getLogger("pi_ask_sdk.standin")
-_numbers = itertools.count(1)
 
 
 class SessionOwner(Protocol):
@@ -53,13 +51,12 @@ class _BadArguments(ValueError):
 class StandinSession:
     """One Pi session on the link: its own bus and ``FlowHost`` (``host``).
 
-    ``number`` tells sessions apart (unique in this process); ``pid`` is the Pi process's, from
-    its hello (a Pi keeps its pid across ``new_session``, its session is new)."""
+    ``pid`` is the Pi process's, from its hello (a Pi keeps its pid across ``new_session``; its
+    session, and so this object, is new)."""
 
     def __init__(self, owner: SessionOwner, writer: asyncio.StreamWriter) -> None:
         self._owner = owner
         self._writer = writer
-        self.number = next(_numbers)
         self.pid: int | None = None
         self.bus = LocalEventBus()
         self.host: FlowHost | None = None
@@ -160,8 +157,8 @@ class StandinSession:
     def _opened(self, ref: int, handle: FlowHandle) -> None:
         """Tell the extension the form is open, with the result its call returns if it is
         aborted (or this server is lost): the core's, sent again when the local answers change."""
-        message = {"type": "opened", "ref": ref, "flowId": handle.flow_id}
-        self._send({**message, "cancelled": handle.abort_result()})
+        cancelled = handle.abort_result()
+        self._send({"type": "opened", "ref": ref, "flowId": handle.flow_id, "cancelled": cancelled})
 
     def _command(self, host: FlowHost, name: str, args: str) -> dict[str, object]:
         if name == "open":
