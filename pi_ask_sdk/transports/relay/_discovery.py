@@ -134,8 +134,11 @@ def pid_alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat", "rb") as fh:
             fields = fh.read().rsplit(b")", 1)[-1].split()
+    except (FileNotFoundError, ProcessLookupError):
+        # reaped since kill() (its parent waited for it), unless there is no /proc at all
+        return not os.path.isdir("/proc/self")
     except OSError:
-        return True  # no /proc (not Linux): kill() said it exists
+        return True  # kill() said it exists
     if not fields or fields[0] in (b"Z", b"X"):
         return not fields
     try:
