@@ -31,8 +31,16 @@ class StandinThread:
         )
 
     def start(self) -> StandinThread:
+        """Start the loop and the server; the server's ``StandinError`` is raised here (and
+        the loop's thread is gone again)."""
         self._thread.start()
-        asyncio.run_coroutine_threadsafe(self.server.start(), self._loop).result(30)
+        try:
+            asyncio.run_coroutine_threadsafe(self.server.start(), self._loop).result(30)
+        except BaseException:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(10)
+            self._loop.close()
+            raise
         return self
 
     def stop(self) -> None:

@@ -321,6 +321,8 @@ async def test_a_second_server_refuses_a_live_socket_and_replaces_a_stale_one(
             with pytest.raises(StandinInUse) as error:
                 await StandinServer(path).start()
             assert str(path) in str(error.value)
+            with pytest.raises(StandinInUse):  # (in a thread of its own, as the kit runs it)
+                await asyncio.to_thread(StandinThread(path).start)
             # the first server still answers there
             reader, writer = await asyncio.open_unix_connection(str(first.path))
             writer.write(b'{"type":"ping"}\n')
