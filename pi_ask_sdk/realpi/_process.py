@@ -364,6 +364,8 @@ class PiProcess:
                     timeout=max(deadline - time.monotonic(), 0),
                 )
             except PiFailed:
+                if self.exited.is_set():
+                    raise
                 raise PiFailed(
                     f"Pi's agent was still busy after {timeout:g} s (an ask_user call still "
                     f"open?); stderr:\n{self.stderr_tail()}"
