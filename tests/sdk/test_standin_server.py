@@ -176,3 +176,28 @@ def test_real_pi_fixture_is_off_unless_asked(tmp_path: Path) -> None:
     )
     assert "1 skipped" in done.stdout, done.stdout
     assert "enable with --pi-ask-real-pi" in done.stdout
+
+
+def test_the_session_uses_its_server_through_the_public_seam_only() -> None:
+    """Issue 22: ``_session`` imports nothing of ``_server`` (no cycle) and calls no private
+    method of its owner; ``StandinServer`` is a ``SessionOwner``."""
+    import ast
+    import inspect
+
+    from pi_ask_sdk.standin import SessionOwner, _session
+
+    tree = ast.parse(inspect.getsource(_session))
+    imported = {
+        node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module
+    }
+    assert "_server" not in imported
+    owner_calls = {
+        node.attr
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Attribute)
+        and node.value.attr == "_owner"
+    }
+    assert owner_calls == {"present_single_as_multi", "session_started", "session_completed"}
+    owner: SessionOwner = StandinServer()  # (mypy checks the protocol)
+    assert owner.present_single_as_multi is False
