@@ -11,7 +11,7 @@ import sys
 from importlib import resources
 from pathlib import Path
 
-from .text import clean
+from .text import json_line
 
 __all__ = ["guide_names", "guides_dir", "show_guide"]
 
@@ -44,7 +44,8 @@ def show_guide(name: str | None) -> int:
         return 0
     stem = name.removesuffix(".md")
     if stem not in names:
-        print(f"pi-ask docs: no guide {clean(name)!r}; one of: {', '.join(names)}", file=sys.stderr)
+        choices = ", ".join(names)
+        print(f"pi-ask docs: no guide {json_line(name)}; one of: {choices}", file=sys.stderr)
         return 2
     sys.stdout.write((directory / f"{stem}.md").read_text(encoding="utf-8"))
     return 0

@@ -15,7 +15,7 @@ from pi_ask_core import AskResult, AskResultAnswer, CancelResponse, SubmitEvent
 from pi_ask_sdk.forms import FlowView, QuestionView
 from pi_ask_sdk.outcomes import FlowCompleted, SubmitOutcome
 
-from .text import clean, pad, width
+from .text import clean, json_line, pad, width
 
 __all__ = [
     "render_completed",
@@ -66,15 +66,15 @@ def render_flow(flow: FlowView) -> str:
 
 def _answer_parts(values: object, custom: object, note: object, notes: object) -> list[str]:
     parts = []
-    # repr() quotes and escapes C0 controls; clean() removes what it leaves (bidi, C1...).
+    # Quoted as JSON: each control shows as the same escape as everywhere else (text.visible).
     if values:
-        parts.append(f"values {clean(repr(values))}")
+        parts.append(f"values {json_line(values)}")
     if custom is not UNSET and custom is not None:
-        parts.append(f"custom text {clean(repr(custom))}")
+        parts.append(f"custom text {json_line(custom)}")
     if note is not UNSET and note is not None:
-        parts.append(f"note {clean(repr(note))}")
+        parts.append(f"note {json_line(note)}")
     if notes:
-        parts.append(f"option notes {clean(repr(notes))}")
+        parts.append(f"option notes {json_line(notes)}")
     return parts
 
 

@@ -3,11 +3,13 @@
 A form's title, prompts, labels, values, previews, notes and the host's messages come from
 whatever process opened the form. Printed raw, an escape sequence in them could recolour or
 clear the terminal, move the cursor over earlier lines, set the window title or a clipboard
-(OSC 52), and bidi overrides could make ``yes`` read as ``on``. ``clean`` removes escape
-sequences (ESC, CSI, OSC, DCS/SOS/PM/APC, and their 8-bit C1 forms), shows every other C0/C1
-control and bidi control as U+FFFD, and replaces lone surrogates (which cannot be printed as
-UTF-8) with U+FFFD too. Everything else, including every script, emoji and combining mark,
-stays as it is.
+(OSC 52), and bidi overrides could make ``yes`` read as ``on``. ``clean`` shows every such
+character visibly as its JSON escape (``visible``: ``\\uXXXX``, ``\\t``, ``\\n`` ...): C0 and
+C1 controls (ESC included, so an escape sequence prints as harmless text), DEL, bidi controls,
+invisible zero-width characters and lone surrogates (which cannot be printed as UTF-8). Two
+values that differ only by such a character therefore never look the same, and ``json_line``
+writes them the same way.
+Everything else, including every script, emoji and combining mark, stays as it is.
 
 ``width`` is the number of terminal cells a string takes (wide East Asian characters and emoji
 take two, combining marks and zero-width characters none), from ``unicodedata`` only, and
@@ -27,41 +29,48 @@ from typing import TYPE_CHECKING, Final, TextIO
 if TYPE_CHECKING:
     from pi_ask_sdk.forms import DisplayText
 
-__all__ = ["clean", "echo", "emit", "json_line", "pad", "width"]
+__all__ = ["clean", "echo", "emit", "json_line", "pad", "visible", "width"]
 
-REPLACEMENT: Final = "\ufffd"
-
-# ESC [ ... final byte, ESC ] ... BEL/ST, ESC P|X|^|_ ... ST, other two-byte ESC sequences, and
-# the 8-bit forms (U+009B CSI, U+009D OSC, U+0090/98/9E/9F strings). An unterminated string
-# sequence runs to the end of the text: a terminal would swallow it the same way.
-_SEQUENCE: Final = re.compile(
-    r"(?:\x1b\[|\x9b)[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]?"
-    r"|(?:\x1b[\]PX^_]|[\x9d\x90\x98\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
-    r"|\x1b[\x20-\x2f]*[\x30-\x7e]?"
-)
 _BIDI: Final = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
-_LINE_BREAKS: Final = "\n\r\x0b\x0c\x85\u2028\u2029"
-# Controls left after the sequences are gone (tab and line breaks are handled separately).
-_CONTROL: Final = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x84\x86-\x9f" + _BIDI + "\ud800-\udfff]")
-_BREAK: Final = re.compile("\r\n|[" + _LINE_BREAKS + "]")
-# Characters that would act on a terminal, or not encode, inside a JSON string.
-_JSON_UNSAFE: Final = re.compile("[\x7f-\x9f" + _BIDI + "\u2028\u2029\ud800-\udfff]")
+# Invisible, with no part in how any script or emoji is drawn (unlike ZWJ or variation selectors).
+_INVISIBLE: Final = "\u200b\u2060\ufeff"
+# What json.dumps(ensure_ascii=False) leaves raw of what clean() shows (it escapes C0 itself).
+_SHOWN_BEYOND_C0: Final = "\x7f-\x9f" + _BIDI + _INVISIBLE + "\u2028\u2029\ud800-\udfff"
+_SHOWN: Final = re.compile(f"[\x00-\x1f{_SHOWN_BEYOND_C0}]")
+_JSON_SHOWN: Final = re.compile(f"[{_SHOWN_BEYOND_C0}]")
+# In multiline text a line break stays one (\r\n and the Unicode separators become \n) and a tab
+# is expanded; every other character of _SHOWN is shown.
+_BREAK: Final = re.compile("\r\n|[\n\u2028\u2029]")
+
+
+_SHORT: Final = {"\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
+
+
+def visible(char: str) -> str:
+    """How ``pi-ask`` shows a character a terminal would act on or not show: its JSON escape
+    (``\\t``, ``\\n`` ... or ``\\uXXXX``), so text output and ``--json`` output agree."""
+    return _SHORT.get(char) or f"\\u{ord(char):04x}"
+
+
+def _show(match: re.Match[str]) -> str:
+    return visible(match.group())
 
 
 def clean(text: str | DisplayText, *, multiline: bool = False) -> str:
     """``text`` (form text, display-only or not) made inert for a terminal.
 
-    Single-line (the default, for labels, values, titles) turns line breaks and tabs into
-    spaces so one field cannot forge the next line; ``multiline`` keeps ``\\n`` (every other
-    line break becomes ``\\n``) and expands tabs.
+    Single-line (the default, for labels, values, titles, ids) shows line breaks and tabs as
+    escapes too, so one field cannot forge the next line and ``"a\\tb"`` never looks like
+    ``"a b"``; ``multiline`` (prompts, previews, messages) keeps line breaks as ``\\n`` and
+    expands tabs.
     """
     text = str(text)
     if text.isascii() and text.isprintable():
         return text  # the common case: nothing to do
-    text = _SEQUENCE.sub("", text)
-    text = _BREAK.sub("\n" if multiline else " ", text)
-    text = _CONTROL.sub(REPLACEMENT, text)
-    return text.expandtabs(4) if multiline else text.replace("\t", " ")
+    if not multiline:
+        return _SHOWN.sub(_show, text)
+    lines = [_SHOWN.sub(_show, line.expandtabs(4)) for line in _BREAK.split(text)]
+    return "\n".join(lines)
 
 
 def _cell_width(char: str) -> int:
@@ -95,11 +104,11 @@ def pad(text: str, cells: int) -> str:
     return text + " " * max(0, cells - width(text))
 
 
-def json_line(value: object) -> str:
-    """``json.dumps`` for one output line: readable UTF-8, but C1 controls, bidi controls, line
-    separators and lone surrogates are written as ``\\uXXXX`` escapes (the same JSON value)."""
-    text = json.dumps(value, ensure_ascii=False)
-    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+def json_line(value: object, *, indent: int | None = None) -> str:
+    """``json.dumps`` for output: readable UTF-8, but every character ``clean`` shows as an
+    escape is written as that same ``\\uXXXX`` escape (the same JSON value)."""
+    text = json.dumps(value, ensure_ascii=False, indent=indent)
+    return _JSON_SHOWN.sub(_show, text)
 
 
 def emit(stream: TextIO, text: str) -> None:

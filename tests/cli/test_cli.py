@@ -27,7 +27,7 @@ def test_demo_shows_form_submit_acknowledgement_and_result(
         'started tool:call-demo-1 "Release 2.4.0"',
         "Deploy now (recommended)",
         "refused locally, nothing sent",
-        "deploy: values ['window']",
+        'deploy: values ["window"]',
         ": accepted",
         "completed tool:call-demo-1",
         "Wait for the maintenance window (window, #2)",
@@ -65,7 +65,7 @@ def test_demo_interactive_sends_what_the_person_chose() -> None:
     text = "\n".join(shown)
     assert '"Deploy now" is a label' in text  # refused, asked again
     assert "deploy: Do not deploy (no, #3)" in text
-    assert "custom text 'and the CTO'" in text
+    assert 'custom text "and the CTO"' in text
     assert "migration: Offline (offline, #2)" in text
 
 
