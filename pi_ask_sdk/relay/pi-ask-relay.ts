@@ -120,9 +120,13 @@ function prepareDir(dir: string): string | undefined {
 	}
 	if (!st.isDirectory()) return `socket directory ${dir} is not a directory (symlinks are refused)`;
 	const uid = typeof process.getuid === "function" ? process.getuid() : st.uid;
-	if (st.uid !== uid) return `socket directory ${dir} is owned by uid ${st.uid}, not by this process (uid ${uid})`;
+	const privateDir = "point PI_ASK_RELAY_DIR at a private directory of your own instead (mkdir -m 700 DIR), the same for Pi and its clients";
+	if (st.uid !== uid) return `socket directory ${dir} is owned by uid ${st.uid}, not by this process (uid ${uid}); ${privateDir}`;
 	if ((st.mode & 0o077) !== 0) {
-		return `socket directory ${dir} has mode ${(st.mode & 0o777).toString(8)}; it must not grant any group/other permission (chmod 700)`;
+		const mode = (st.mode & 0o7777).toString(8);
+		// A shared directory (/tmp: sticky, anyone may write) must not be made private.
+		if ((st.mode & 0o1002) !== 0) return `socket directory ${dir} has mode ${mode}: it is a shared directory; ${privateDir}`;
+		return `socket directory ${dir} has mode ${mode}; it must not grant any group/other permission (chmod 700)`;
 	}
 	return undefined;
 }

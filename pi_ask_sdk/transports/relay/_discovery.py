@@ -79,8 +79,23 @@ def check_relay_dir(directory: Path) -> None:
         directory,
         stat.S_ISDIR,
         "it is not a directory (symlinks are refused)",
-        "it must grant no group/other permission (chmod 700)",
+        _dir_mode_advice,
+        _PRIVATE_DIR,
     )
+
+
+_PRIVATE_DIR: Final = (
+    "point PI_ASK_RELAY_DIR at a private directory of your own instead (mkdir -m 700 DIR), "
+    "the same for Pi and its clients"
+)
+
+
+def _dir_mode_advice(mode: int) -> str:
+    # A shared directory (/tmp: sticky, anyone may write) must not be made private: chmod 700
+    # on it would break every other user of it.
+    if mode & (stat.S_ISVTX | stat.S_IWOTH):
+        return f"it is a shared directory; {_PRIVATE_DIR}"
+    return "it must grant no group/other permission (chmod 700)"
 
 
 def check_relay_socket(path: Path) -> None:
@@ -94,7 +109,12 @@ def check_relay_socket(path: Path) -> None:
 
 
 def _check_private(
-    path: Path, directory: Path, is_kind: Callable[[int], bool], wrong_kind: str, wrong_mode: str
+    path: Path,
+    directory: Path,
+    is_kind: Callable[[int], bool],
+    wrong_kind: str,
+    wrong_mode: str | Callable[[int], str],
+    not_ours: str = "",
 ) -> None:
     """``path`` (not followed if a link) is of the expected kind, ours, and private."""
     try:
@@ -107,10 +127,12 @@ def _check_private(
         raise UnsafeRelayPath(path, wrong_kind)
     uid = os.getuid()
     if st.st_uid != uid:
-        raise UnsafeRelayPath(path, f"it is owned by uid {st.st_uid}, not by this uid {uid}")
+        owner = f"it is owned by uid {st.st_uid}, not by this uid {uid}"
+        raise UnsafeRelayPath(path, f"{owner}; {not_ours}" if not_ours else owner)
     mode = stat.S_IMODE(st.st_mode)
     if mode & 0o077:
-        raise UnsafeRelayPath(path, f"its mode is {mode:o}; {wrong_mode}")
+        advice = wrong_mode if isinstance(wrong_mode, str) else wrong_mode(mode)
+        raise UnsafeRelayPath(path, f"its mode is {mode:o}; {advice}")
 
 
 _PF_EXITING: Final = 0x4
