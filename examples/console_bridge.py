@@ -3,6 +3,11 @@
 The person types an option's number; the bridge turns it into that option's *value* (taken from
 the started form) and sends the value. Typing "x" cancels the form, explicitly.
 
+Form text comes from whatever opened the form, so it is printed with ``echo`` (controls shown
+as escapes, never acted on), and the person's input is read by ``prompt_stdout`` in a daemon
+thread (``in_daemon_thread``): Ctrl-C stops the bridge at once, with exit status 130, and an
+unanswered form stays open in Pi.
+
 Run against a running Pi (started with the relay extension):
     python examples/console_bridge.py
 """
@@ -10,11 +15,15 @@ Run against a running Pi (started with the relay extension):
 from __future__ import annotations
 
 import asyncio
+import functools
+import sys
 from collections.abc import Callable
 
 from typing_extensions import assert_never
 
 from pi_ask_sdk import AnswerBuilder, BridgeClient, Cancel, FlowView, QuestionView, Response
+from pi_ask_sdk.cli.prompting import in_daemon_thread, prompt_stdout
+from pi_ask_sdk.cli.text import echo
 
 Prompt = Callable[[str], str]
 Write = Callable[[str], None]
@@ -48,7 +57,7 @@ def pick(question: QuestionView, prompt: Prompt, write: Write) -> list[int] | No
         write(f"  choose {many} between 1 and {len(question.options)}")
 
 
-def ask(flow: FlowView, prompt: Prompt = input, write: Write = print) -> Response:
+def ask(flow: FlowView, prompt: Prompt = prompt_stdout, write: Write = echo) -> Response:
     show(flow, write)
     builder = AnswerBuilder(flow)
     for question in flow.questions:
@@ -62,16 +71,17 @@ def ask(flow: FlowView, prompt: Prompt = input, write: Write = print) -> Respons
 
 async def serve(
     client: BridgeClient,
-    prompt: Prompt = input,
-    write: Write = print,
+    prompt: Prompt = prompt_stdout,
+    write: Write = echo,
     *,
     limit: int | None = None,
 ) -> int:
     """Answer forms as they open; returns how many were accepted."""
     accepted = handled = 0
     async for flow in client.flows():
-        # input() blocks: ask in a worker thread so the connection keeps being served.
-        response = await asyncio.to_thread(ask, flow, prompt, write)
+        # input() blocks: ask in a daemon thread, so the connection keeps being served and
+        # Ctrl-C ends the program at once (asyncio.to_thread's worker would be waited for).
+        response = await in_daemon_thread(functools.partial(ask, flow, prompt, write))
         outcome = await client.respond(flow, response, timeout=10)
         match outcome.kind:
             case "accepted":
@@ -95,4 +105,7 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    except KeyboardInterrupt:  # Ctrl-C: stop at once and quietly, with the shell's status
+        sys.exit(130)

@@ -185,6 +185,10 @@ class PiProcess:
                 stderr=subprocess.PIPE,
                 cwd=self.workdir,
                 env=self.environment(),
+                # Its own session: a Ctrl-C in the terminal reaches only this process, which
+                # then stops Pi by closing its stdin, so Pi shuts down and the relay removes its
+                # socket (killed by the SIGINT itself, Pi would leave a stale socket behind).
+                start_new_session=True,
             )
         except OSError as error:  # e.g. an empty or foreign node binary
             self._stop_standin()

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
+import os
+import signal
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -10,6 +13,7 @@ from types import ModuleType
 import pytest
 
 from pi_ask_sdk.testing import AskParams, FakeHost
+from tests.relay.fake_relay import FakeRelay
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -185,3 +189,39 @@ def test_web_approval_page_maps_buttons_to_form_values_without_a_browser() -> No
     assert deploy.result.answers["deploy"].values == ["no"]
     assert other.is_open
     assert len(host.submits) == 1
+
+
+@pytest.mark.asyncio
+async def test_console_bridge_ends_at_one_ctrl_c_with_130(tmp_path: Path) -> None:
+    """A real SIGINT to the example running as a program, while it waits for the person: it
+    ends at once (no second Ctrl-C, no thread left waiting for Enter), quietly, status 130."""
+    relay = FakeRelay(tmp_path / "relays")
+    await relay.start()
+    handle = relay.open_form(RELEASE, tool_call_id="call-5")
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(EXAMPLES / "console_bridge.py"),
+        env={**os.environ, "PI_ASK_RELAY_DIR": str(relay.directory)},
+        stdin=asyncio.subprocess.PIPE,  # open and silent: the person has not typed yet
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        assert proc.stdout is not None
+        shown = b""
+        while b"x to cancel): " not in shown:
+            chunk = await asyncio.wait_for(proc.stdout.read(4096), 30)
+            assert chunk, shown
+            shown += chunk
+        proc.send_signal(signal.SIGINT)
+        status = await asyncio.wait_for(proc.wait(), 10)
+        assert proc.stderr is not None
+        err = (await proc.stderr.read()).decode()
+        assert status == 130, err
+        assert err == ""
+        assert handle.is_open  # nothing was sent: the form stays open in Pi
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+        await relay.stop()
