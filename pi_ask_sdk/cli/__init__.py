@@ -1,7 +1,8 @@
-"""The ``pi-ask`` command: ``demo | watch | answer | relay-path | schema | doctor``.
+"""The ``pi-ask`` command and its nine subcommands: ``demo``, ``schema``, ``relay-path``,
+``docs``, ``watch``, ``answer``, ``doctor``, ``standin-path`` and ``try``.
 
-Each subcommand imports what it needs when it runs, so ``pi-ask --help`` stays fast.
-``docs`` prints the guides; help texts and exit statuses are in ``usage.py``.
+Each subcommand imports what it needs when it runs, so ``pi-ask --help`` stays fast. Help
+texts and exit statuses are in ``usage.py``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from pi_ask_core import PiAskError
 
@@ -106,7 +108,7 @@ def _cmd_answer(args: argparse.Namespace) -> int:
 def _cmd_doctor(args: argparse.Namespace) -> int:
     from .doctor import doctor
 
-    return doctor(as_json=args.json)
+    return doctor(as_json=args.json, socket=None if args.socket is None else Path(args.socket))
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -139,7 +141,9 @@ def _parser() -> argparse.ArgumentParser:
     docs = commands.add_parser(
         "docs", help="print a guide shipped with the package (without a name: list them)"
     )
-    docs.add_argument("name", nargs="?", help="the guide: bridges, relay, protocol-decisions")
+    docs.add_argument(
+        "name", nargs="?", help="the guide: bridges, relay, real-pi, protocol-decisions"
+    )
     docs.set_defaults(run=_cmd_docs)
 
     watch = commands.add_parser("watch", help="print live events from every running relay")
@@ -164,10 +168,13 @@ def _parser() -> argparse.ArgumentParser:
         "doctor", help="check node, Pi, the relay extension, relay directory and sockets"
     )
     doctor.add_argument("--json", action="store_true", help="the checks as one JSON object")
+    doctor.add_argument(
+        "--socket", help="check only this relay socket (e.g. one forwarded with ssh -L)"
+    )
     doctor.set_defaults(run=_cmd_doctor)
 
     standin_path = commands.add_parser(
-        "standin-path", help="print the stand-in host extension's path (docs/real-pi.md)"
+        "standin-path", help="print the stand-in host extension's path (pi-ask docs real-pi)"
     )
     standin_path.set_defaults(run=_cmd_standin_path)
     try_ = commands.add_parser(
@@ -175,7 +182,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     try_.add_argument("--form", help="ask_user input as a JSON file ('-': stdin); default: a demo")
     try_.add_argument("--count", type=int, default=1, help="forms to open, one after another")
-    try_.add_argument("--flavour", choices=("current", "legacy"), default="current")
+    try_.add_argument(
+        "--flavour",
+        choices=("current", "legacy"),
+        default="current",
+        help="Pi 1.6.0 on node 22 (current) or Pi 0.74.2 on the machine's node (legacy)",
+    )
     try_.add_argument("--host", help="your pi-agent-ask extension instead of the stand-in host")
     try_.set_defaults(run=_cmd_try)
     return parser

@@ -110,10 +110,34 @@ async def run_demo(
     """Run the demo; returns the process exit status: 0 when the bridge's response was
     accepted, 1 when it was not (or end of input stopped ``--interactive``)."""
     bus = LocalEventBus()
+    # --json: the events' lines, written by the demo itself at each step (flush), never by a
+    # bus handler: the bus logs what a handler raises, so a closed pipe (`| head`) would print
+    # tracebacks there instead of ending the command quietly.
+    events: list[str] = []
+
+    def flush() -> None:
+        while events:
+            write(events.pop(0))
+
     if as_json:
         # Subscribed before the host, so a submit is printed before what it causes.
         for channel in CHANNELS:
-            bus.on(channel, _json_printer(channel, write))
+            bus.on(channel, _json_recorder(channel, events.append))
+    try:
+        return await _run(bus, flush, write, interactive, as_json, prompt, timeout)
+    finally:
+        flush()
+
+
+async def _run(
+    bus: LocalEventBus,
+    flush: Callable[[], None],
+    write: Write,
+    interactive: bool,
+    as_json: bool,
+    prompt: Callable[[str], str],
+    timeout: float,
+) -> int:
     host = FlowHost(bus)
     say: Write = (lambda text: None) if as_json else write
     say("pi-ask demo: pi_ask_core.FlowHost plays Pi's ask extension; a BridgeClient answers.\n")
@@ -121,6 +145,7 @@ async def run_demo(
         flows = client.flows()
         handle = host.start(DEMO_FORM, tool_call_id="call-demo-1")
         flow = await flows.next(timeout=timeout)
+        flush()
         say(render_flow(flow) + "\n")
         if not interactive:
             # What a bridge must never do: pick by label. The builder refuses it before sending.
@@ -134,6 +159,7 @@ async def run_demo(
             write("end of input: nothing sent")
             return 1
         ticket = await client.submit(flow, response)
+        flush()
         say(
             render_submit(
                 SubmitEvent(
@@ -150,7 +176,7 @@ async def run_demo(
         return 0 if outcome.kind == "accepted" else 1
 
 
-def _json_printer(channel: str, write: Write) -> Callable[[object], None]:
+def _json_recorder(channel: str, write: Write) -> Callable[[object], None]:
     def emit(data: object) -> None:
         payload = msgspec.to_builtins(data)
         write(json_line({"channel": channel, "data": payload}))

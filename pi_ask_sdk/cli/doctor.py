@@ -10,7 +10,6 @@ Pi running without the relay are both named, with what to type.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import re
 import shutil
@@ -33,6 +32,7 @@ from pi_ask_sdk.transports.relay import (
 from pi_ask_sdk.transports.relay._discovery import local_socket_pid
 
 from .processes import PiProcessInfo, find_pi_processes
+from .text import clean, json_line
 
 __all__ = ["Check", "doctor", "run_checks"]
 
@@ -128,16 +128,21 @@ def _socket_checks(directory: Path) -> list[Check]:
                 )
             )
             continue
-        try:
-            check_relay_socket(path)
-        except PiAskError as error:
-            checks.append(Check("fail", f"relay {name}", str(error)))
-            continue
-        try:
-            checks.append(Check("ok", f"relay {name}", asyncio.run(_hello(path))))
-        except (OSError, PiAskError, AssertionError) as error:
-            checks.append(Check("fail", f"relay {name}", f"pid {pid} is alive but: {error}"))
+        checks.append(_relay_check(path, f"pid {pid} is alive but: "))
     return checks
+
+
+def _relay_check(path: Path, failing: str = "") -> Check:
+    """The socket at ``path`` passes the same-user rules and a relay greets on it."""
+    what = f"relay {path.name}"
+    try:
+        check_relay_socket(path)
+    except PiAskError as error:
+        return Check("fail", what, str(error))
+    try:
+        return Check("ok", what, asyncio.run(_hello(path)))
+    except (OSError, PiAskError, AssertionError) as error:
+        return Check("fail", what, f"{failing}{error}")
 
 
 def _process_checks(
@@ -219,20 +224,22 @@ def doctor(
     *,
     as_json: bool = False,
     processes: Sequence[PiProcessInfo] | None = _NOT_LISTED,
+    socket: Path | None = None,
 ) -> int:
-    """Print the checks (one JSON object with ``as_json``); exit status 1 when any failed."""
+    """Print the checks (one JSON object with ``as_json``); exit status 1 when any failed.
+
+    With ``socket`` only that relay socket is checked (e.g. one forwarded with ``ssh -L``,
+    whose Pi, node and extension are on another machine)."""
     directory = relay_dir() if directory is None else directory
-    checks = run_checks(directory, processes)
+    checks = [_relay_check(socket)] if socket is not None else run_checks(directory, processes)
     failed = sum(check.status == "fail" for check in checks)
     if as_json:
-        report = {
-            "ok": not failed,
-            "relayDir": str(directory),
-            "checks": [asdict(check) for check in checks],
-        }
-        write(json.dumps(report, indent=2))
+        where = {"socket": str(socket)} if socket is not None else {"relayDir": str(directory)}
+        report = {"ok": not failed, **where, "checks": [asdict(check) for check in checks]}
+        write(json_line(report, indent=2))
     else:
         for check in checks:
-            write(f"[{check.status:>4}] {check.what}: {check.detail}")
+            # (a hello's cwd and versions come from the far end: shown inert)
+            write(f"[{check.status:>4}] {check.what}: {clean(check.detail, multiline=True)}")
         write("all good" if not failed else f"{failed} problem(s) found")
     return 1 if failed else 0

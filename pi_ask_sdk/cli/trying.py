@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TextIO
 
+from pi_ask_core import InvalidForm, parse_form
 from pi_ask_sdk.realpi import (
     Flavour,
     PiFailed,
@@ -29,6 +30,8 @@ from pi_ask_sdk.realpi import (
 )
 
 from .demo import DEMO_FORM
+from .text import clean, json_line
+from .usage import EXIT_FAILED, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE
 
 __all__ = ["load_form", "run", "try_pi"]
 
@@ -103,30 +106,37 @@ def try_pi(
             result = record.get("result")
             details = result.get("details") if isinstance(result, dict) else None
             if record.get("isError") or not isinstance(details, dict) or "error" in details:
-                say(f"ask_user refused the form: {json.dumps(result, ensure_ascii=False)}")
-                return 1
-            say(f"completed {flow_id}; the agent's ask_user result:")
-            say(json.dumps(details, indent=2, ensure_ascii=False))
-    return 0
+                say(f"ask_user refused the form: {json_line(result)}")
+                return EXIT_FAILED
+            say(f"completed {clean(flow_id)}; the agent's ask_user result:")
+            say(json_line(details, indent=2))
+    return EXIT_OK
 
 
 def run(form: str | None, count: int, flavour: Flavour, host: str | None) -> int:
-    """``pi-ask try`` from its arguments: 0 done, 1 Pi failed or refused the form, 2 bad
-    arguments; problems are one line on stderr, not a traceback."""
+    """``pi-ask try`` from its arguments: 0 done, 1 the host refused the form, 2 bad arguments
+    (an invalid form included: checked before Pi starts), 3 Pi could not be installed, failed or
+    exited; problems are a message on stderr, not a traceback."""
     try:
         params = load_form(form)
     except (OSError, ValueError) as error:
-        print(f"pi-ask try: cannot read the form: {error}", file=sys.stderr)
-        return 2
+        print(f"pi-ask try: cannot read the form: {clean(str(error))}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        # The one rules engine decides, before Pi is installed or started.
+        parse_form(params, cwd=Path.cwd())
+    except InvalidForm as error:
+        print(f"pi-ask try: {clean(str(error), multiline=True)}", file=sys.stderr)
+        return EXIT_USAGE
     if count < 1:
         print("pi-ask try: --count must be at least 1", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     host_path = Path(host).resolve() if host else None
     if host_path is not None and not host_path.exists():
         print(f"pi-ask try: no such host extension: {host_path}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     try:
         return try_pi(form=params, count=count, flavour=flavour, host_extension=host_path)
     except (PiNotInstalled, PiFailed) as error:
-        print(f"pi-ask try: {error}", file=sys.stderr)
-        return 1
+        print(f"pi-ask try: {clean(str(error), multiline=True)}", file=sys.stderr)
+        return EXIT_RUNTIME

@@ -3,8 +3,9 @@ description, examples and the exit statuses: ``CommandParser``), argument types,
 messages that name the command's flags.
 
 Exit statuses, the same for every subcommand: 0 done; 1 ran but nothing was accepted
-(``answer``, ``demo``) or a check failed (``doctor``); 2 usage error; 3 runtime error (no relay,
-several Pis and none chosen, unsafe relay path, lost connection); 130 interrupted (Ctrl-C).
+(``answer``, ``demo``), a check failed (``doctor``) or the host refused the form (``try``); 2
+usage error; 3 runtime error (no relay, several Pis and none chosen, unsafe relay path, lost
+connection, Pi failed or exited); 130 interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ __all__ = [
 
 EXIT_OK: Final = 0
 EXIT_FAILED: Final = 1
-"""Ran, but nothing was accepted (``answer``, ``demo``) or a check failed (``doctor``)."""
+"""Ran, but nothing was accepted (``answer``, ``demo``), a check failed (``doctor``) or the host
+refused the form (``try``)."""
 EXIT_USAGE: Final = 2
 EXIT_RUNTIME: Final = 3
 EXIT_INTERRUPTED: Final = 130
@@ -40,10 +42,11 @@ EXIT_INTERRUPTED: Final = 130
 EXIT_CODES: Final = """\
 exit status:
   0    done
-  1    ran, but nothing was accepted (answer, demo) or a check failed (doctor)
-  2    usage error (bad arguments)
+  1    ran, but nothing was accepted (answer, demo), a check failed (doctor) or the
+       host refused the form (try)
+  2    usage error (bad arguments, an invalid --form)
   3    runtime error: no relay found, several Pis and none chosen, unsafe relay path,
-       connection lost
+       connection lost, Pi failed or exited (try)
   130  interrupted (Ctrl-C)"""
 
 _TOP_EXAMPLES: Final = (
@@ -61,9 +64,40 @@ _COMMANDS: Final[Mapping[str, tuple[str | None, tuple[str, ...]]]] = {
         "answers it with explicit option values, all in this process.",
         ("pi-ask demo", "pi-ask demo --json | jq .channel", "pi-ask demo --interactive"),
     ),
-    "schema": (None, ("pi-ask schema > pi-ask-schema.json",)),
-    "relay-path": (None, ('pi -e "$(pi-ask relay-path)" -e /path/to/pi-agent-ask',)),
-    "docs": (None, ("pi-ask docs", "pi-ask docs bridges | less", "pi-ask docs relay")),
+    "schema": (
+        "Print the JSON Schema (2020-12) of the payloads on the four channels (started, "
+        "completed, submit, submit-result), as pi_ask_core defines them: for bridges and tools "
+        "written in other languages.",
+        ("pi-ask schema > pi-ask-schema.json",),
+    ),
+    "relay-path": (
+        "Print the path of the relay extension shipped in this package. Pi loads it with -e; it "
+        "forwards the ask channels over a private Unix socket in the relay directory "
+        "(PI_ASK_RELAY_DIR), where pi-ask answer, pi-ask watch and BridgeClient.connect() find it.",
+        ('pi -e "$(pi-ask relay-path)" -e /path/to/pi-agent-ask',),
+    ),
+    "standin-path": (
+        "Print the path of the stand-in host extension shipped in this package: a thin Pi "
+        "extension that opens forms through pi_ask_core (pi-ask docs real-pi), for trying bridges "
+        "on a real Pi without the pi-agent-ask extension.",
+        ('pi -e "$(pi-ask relay-path)" -e "$(pi-ask standin-path)"',),
+    ),
+    "docs": (
+        "Print a guide shipped with the package, as Markdown; without a name, list the guides.",
+        ("pi-ask docs", "pi-ask docs bridges | less", "pi-ask docs relay"),
+    ),
+    "try": (
+        "Install the pinned Pi from npm into the cache (once), start it headless with the relay "
+        "and the stand-in host (or your pi-agent-ask with --host), and make its model open a form "
+        "(the demo form, or --form, checked by pi_ask_core before Pi starts). Answer it from "
+        "another terminal (pi-ask answer) or with your bridge; each completed result is printed. "
+        "Exit status 1 when the host refused the form, 3 when Pi failed or exited.",
+        (
+            "pi-ask try",
+            "pi-ask try --form my-form.json --count 2",
+            "pi-ask try --host ~/src/pi-agent-ask",
+        ),
+    ),
     "watch": (
         "Print the forms, completions and acknowledgements of every Pi whose relay listens in "
         "the relay directory (PI_ASK_RELAY_DIR). Watching sends nothing.",
@@ -84,8 +118,13 @@ _COMMANDS: Final[Mapping[str, tuple[str | None, tuple[str, ...]]]] = {
     "doctor": (
         "Check node, Pi, the relay extension, the relay directory and every relay socket in "
         "it; find running Pis whose relay listens in another directory, and Pis running "
-        "without the relay.",
-        ("pi-ask doctor", "pi-ask doctor --json | jq '.checks[]'"),
+        "without the relay. With --socket, check only that socket (e.g. a relay forwarded "
+        "from another machine with ssh -L: docs relay).",
+        (
+            "pi-ask doctor",
+            "pi-ask doctor --json | jq '.checks[]'",
+            'pi-ask doctor --socket "$dir/pi-buildbox.sock"    # a socket forwarded by ssh -L',
+        ),
     ),
 }
 

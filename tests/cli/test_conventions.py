@@ -3,6 +3,7 @@ distinct exit statuses, and the guides it ships."""
 
 from __future__ import annotations
 
+import argparse
 import io
 import os
 import re
@@ -18,7 +19,33 @@ from pi_ask_sdk.cli import main
 from pi_ask_sdk.cli.usage import EXIT_FAILED, EXIT_RUNTIME, EXIT_USAGE
 
 ROOT = Path(__file__).resolve().parents[2]
-COMMANDS = ["demo", "schema", "relay-path", "docs", "watch", "answer", "doctor"]
+COMMANDS = [
+    "demo",
+    "schema",
+    "relay-path",
+    "docs",
+    "watch",
+    "answer",
+    "doctor",
+    "standin-path",
+    "try",
+]
+
+
+def test_the_list_above_is_every_command_and_the_module_names_them_all() -> None:
+    from pi_ask_sdk import cli
+
+    [subparsers] = [
+        action
+        for action in cli._parser()._actions
+        if isinstance(action, argparse._SubParsersAction)
+    ]
+    assert sorted(subparsers.choices) == sorted(COMMANDS)
+    doc = cli.__doc__ or ""
+    named = re.findall(r"``([a-z-]+)``", doc.split("\n\n", 1)[0].split(":", 1)[1])
+    assert sorted(named) == sorted(COMMANDS)
+    assert "nine subcommands" in doc
+    assert len(COMMANDS) == 9
 
 
 def test_version_names_the_package_version(capsys: pytest.CaptureFixture[str]) -> None:
@@ -35,8 +62,15 @@ def test_every_command_has_examples_and_the_exit_codes(
 ) -> None:
     assert main([command, "--help"]) == 0
     out = capsys.readouterr().out
-    # relay-path's first example is the Pi command line that loads the relay it prints
-    first = 'pi -e "$(pi-ask relay-path)"' if command == "relay-path" else f"pi-ask {command}"
+    # A description of its own between the usage and the options.
+    description = out.split("\n\n", 2)[1]
+    assert not description.startswith(("options:", "positional arguments:")), out
+    assert len(description.split()) >= 8, description
+    # the *-path commands' first example is the Pi command line that loads what they print
+    first = {
+        "relay-path": 'pi -e "$(pi-ask relay-path)"',
+        "standin-path": 'pi -e "$(pi-ask relay-path)" -e "$(pi-ask standin-path)"',
+    }.get(command, f"pi-ask {command}")
     assert f"examples:\n  {first}" in out
     assert "exit status:" in out
     for code in ("0 ", "1 ", "2 ", "3 ", "130 "):
@@ -87,12 +121,17 @@ def test_demo_statuses_distinguish_nothing_accepted(capsys: pytest.CaptureFixtur
 def test_docs_lists_and_prints_the_guides(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["docs"]) == 0
     listing = capsys.readouterr().out.split()
-    assert {"bridges", "relay", "protocol-decisions"} <= set(listing)
+    guides = {path.stem for path in (ROOT / "docs").glob("*.md")}
+    assert guides == {"bridges", "relay", "real-pi", "protocol-decisions"}
+    assert guides <= set(listing)
+    assert main(["docs", "--help"]) == 0
+    helped = capsys.readouterr().out
+    assert all(guide in helped for guide in guides)  # the help names every guide
     assert main(["docs", "relay"]) == 0
     assert capsys.readouterr().out == (ROOT / "docs" / "relay.md").read_text(encoding="utf-8")
     assert main(["docs", "nope\x1b[2J"]) == EXIT_USAGE
     err = capsys.readouterr().err
-    assert "no guide 'nope'" in err
+    assert 'no guide "nope\\u001b[2J"' in err
     assert "\x1b" not in err
 
 

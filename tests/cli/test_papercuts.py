@@ -1,0 +1,173 @@
+"""What a new user trying the wheel tripped over (issue 22): each test failed before its fix.
+
+The real-Pi ones (``pi-ask try`` and Ctrl-C, a killed Pi, odd text) are in
+tests/integration/test_try_papercuts.py; the console example's Ctrl-C in tests/examples.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pi_ask_sdk.cli import main
+from pi_ask_sdk.cli.usage import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from pi_ask_sdk.errors import UnsafeRelayPath
+from pi_ask_sdk.transports.relay import check_relay_dir
+from tests.relay.fake_relay import FakeRelay
+
+
+def closed_pipe_run(*args: str) -> subprocess.CompletedProcess[str]:
+    """``pi-ask ARGS | head -0``, deterministically: stdout is a pipe whose reader is gone."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        return subprocess.run(
+            [sys.executable, "-m", "pi_ask_sdk.cli", *args],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+
+
+@pytest.mark.parametrize(
+    "args", [["demo", "--json"], ["demo"], ["schema"], ["docs", "relay"], ["--help"]]
+)
+def test_a_reader_that_goes_away_gets_no_traceback(args: list[str]) -> None:
+    done = closed_pipe_run(*args)
+    assert done.stderr == ""
+    # The command did its work; only its reader left early (as `pi-ask schema | head`).
+    assert done.returncode == EXIT_OK
+
+
+def test_demo_json_lines_keep_their_order() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "pi_ask_sdk.cli", "demo", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    channels = [json.loads(line)["channel"] for line in done.stdout.splitlines()]
+    assert channels == [
+        "pi-agent-ask:started",
+        "pi-agent-ask:submit",
+        "pi-agent-ask:completed",
+        "pi-agent-ask:submit-result",
+    ]
+
+
+def test_a_shared_relay_directory_gets_told_to_use_a_private_one(tmp_path: Path) -> None:
+    shared = tmp_path / "tmp"
+    shared.mkdir()
+    shared.chmod(0o1777)  # what /tmp is
+    with pytest.raises(UnsafeRelayPath) as raised:
+        check_relay_dir(shared)
+    message = str(raised.value)
+    assert "chmod 700" not in message
+    assert "shared directory" in message
+    assert "PI_ASK_RELAY_DIR" in message
+    assert "private directory" in message
+    # A directory of one's own that is merely too open still gets the chmod advice.
+    own = tmp_path / "own"
+    own.mkdir(mode=0o755)
+    own.chmod(0o755)
+    with pytest.raises(UnsafeRelayPath, match=r"chmod 700"):
+        check_relay_dir(own)
+
+
+def test_doctor_on_a_shared_directory_advises_a_private_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shared = tmp_path / "tmp"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    monkeypatch.setenv("PI_ASK_RELAY_DIR", str(shared))
+    assert main(["doctor"]) == EXIT_FAILED
+    out = capsys.readouterr().out
+    [line] = [line for line in out.splitlines() if line.startswith("[fail] relay directory")]
+    assert "chmod 700" not in line
+    assert "private directory" in line
+
+
+@pytest.mark.asyncio
+async def test_doctor_checks_a_socket_given_with_socket(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The SSH recipe: a socket forwarded under a name that is no pid, outside the directory
+    this shell uses; doctor checks only it (node and Pi are on the other machine)."""
+    relay = FakeRelay(tmp_path / "forwarded", name="pi-buildbox.sock")
+    relay.hello_extra = {"cwd": "/far\u202eaway"}
+    await relay.start()
+    monkeypatch.setenv("PI_ASK_RELAY_DIR", str(tmp_path / "elsewhere"))
+    monkeypatch.setenv("PATH", str(tmp_path / "no-node-here"))
+    try:
+        # (doctor runs its own event loop, so it runs in a thread while this loop serves)
+        status = await asyncio.to_thread(main, ["doctor", "--socket", str(relay.path)])
+        out = capsys.readouterr().out
+        assert status == EXIT_OK, out
+        assert out.splitlines()[0].startswith("[  ok] relay pi-buildbox.sock: Pi fake (pid ")
+        assert "node" not in out  # nothing about this machine's node or Pi
+        assert "\u202e" not in out
+        assert "/far\\u202eaway" in out
+        status = await asyncio.to_thread(main, ["doctor", "--json", "--socket", str(relay.path)])
+        report = json.loads(capsys.readouterr().out)
+        assert status == EXIT_OK
+        assert report["socket"] == str(relay.path)
+        assert [check["status"] for check in report["checks"]] == ["ok"]
+    finally:
+        await relay.stop()
+
+
+def test_doctor_socket_that_is_missing_or_unsafe_fails(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["doctor", "--socket", str(tmp_path / "pi-gone.sock")]) == EXIT_FAILED
+    out = capsys.readouterr().out
+    assert out.startswith("[fail] relay pi-gone.sock:")
+    tmp_path.chmod(0o755)
+    not_a_socket = tmp_path / "pi-file.sock"
+    not_a_socket.write_text("")
+    assert main(["doctor", "--socket", str(not_a_socket)]) == EXIT_FAILED
+    assert "[fail] relay pi-file.sock: Refusing relay path" in capsys.readouterr().out
+
+
+def test_try_refuses_an_invalid_form_before_starting_pi(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No Pi in this cache: had `try` gone on to start Pi, it would install or fail there.
+    monkeypatch.setenv("PI_ASK_PI_CACHE", str(tmp_path / "empty-cache"))
+    form = tmp_path / "form.json"
+    form.write_text(
+        json.dumps(
+            {
+                "title": "bad\u202e",
+                "questions": [
+                    {"id": "a", "prompt": "A?", "options": []},
+                    {"id": "a", "prompt": "Again?", "options": [{"value": "x\x1b[2J"}]},
+                ],
+            }
+        ),
+        encoding="utf-8",
+    )
+    assert main(["try", "--form", str(form)]) == EXIT_USAGE
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "at least one option is required" in captured.err
+    assert 'duplicate question id "a"' in captured.err
+    assert not (tmp_path / "empty-cache").exists()
+    form.write_text('{"questions": "none"}', encoding="utf-8")
+    assert main(["try", "--form", str(form)]) == EXIT_USAGE
+    assert "Malformed ask_user input" in capsys.readouterr().err
+    assert not (tmp_path / "empty-cache").exists()
