@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import re
-import textwrap
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,24 +26,16 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
+# This folder is no package (its cases are mypy inputs): the shared snippet reader is imported
+# as ``tests.doc_snippets``, which needs the repository root on sys.path.
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from tests.doc_snippets import doc_snippets  # noqa: E402
+
 PASS_FILES = sorted((HERE / "pass").glob("*.py"))
 FAIL_FILES = sorted((HERE / "fail").glob("*.py"))
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-_SNIPPET = re.compile(r"^(?P<indent>[ \t]*)```python\n(?P<code>.*?)^(?P=indent)```", re.M | re.S)
-
-
-def doc_snippets() -> list[tuple[str, str]]:
-    """(id, code) of every ```python block in the README and docs/, dedented."""
-    found = []
-    for doc in DOCS:
-        text = doc.read_text(encoding="utf-8")
-        for number, match in enumerate(_SNIPPET.finditer(text), start=1):
-            code = textwrap.dedent(match["code"])
-            found.append((f"{doc.stem}_{number}", code))
-    return found
-
-
-SNIPPETS = doc_snippets()
+SNIPPETS = list(doc_snippets().items())
 
 _IGNORE = re.compile(r"[ \t]*#[ \t]*type:[ \t]*ignore(?:\[(?P<codes>[^\]]*)\])?")
 _LINE = re.compile(r"^(?P<path>.+?):(?P<line>\d+): (?P<severity>error|note): (?P<text>.*)$")
