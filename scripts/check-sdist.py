@@ -1,8 +1,12 @@
-"""Build the sdist and wheel, and prove the sdist stands on its own (tox env ``sdist``).
+"""Build the sdist and wheel from a clean clone, and prove the sdist stands on its own (tox env
+``sdist``).
 
-1. ``python -m build`` makes both into a temporary directory.
-2. The wheel must carry LICENSE and the guides (``pi_ask_sdk/docs``); the sdist LICENSE and
-   the spec examples (``spec/examples.json``).
+1. The files git tracks (and new ones it does not ignore) are copied into a temporary
+   directory with no ``../shared`` beside it: what a clean clone holds. ``python -m build``
+   makes the sdist there, and the wheel from that sdist.
+2. The wheel must carry LICENSE, the guides (``pi_ask_sdk/docs``) and the long description
+   (PYPI.md, starting with ``pip install pi-ask-sdk``); the sdist LICENSE and the spec
+   examples (``spec/examples.json``).
 3. The sdist is unpacked where no ``../shared/spec`` exists, installed (with its ``test``
    extra) into this environment, and its fast test suite is run from the unpacked tree with
    ``PI_ASK_SPEC_DIR`` unset: the tests must find the spec the sdist carries.
@@ -15,6 +19,7 @@ Exit status 0 when everything held, 1 otherwise.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -43,18 +48,45 @@ def expect(names: list[str], wanted: str, what: str) -> None:
         raise SystemExit(f"check-sdist: the {what} lacks {wanted}")
 
 
+def clean_clone(into: Path) -> Path:
+    """The project's files as a fresh clone has them (the working tree's versions), in
+    ``into/pi-ask-sdk``; outside a git checkout (an unpacked sdist), all of it."""
+    clone = into / "pi-ask-sdk"
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        check=False,
+    )
+    if listed.returncode != 0:
+        shutil.copytree(ROOT, clone, ignore=shutil.ignore_patterns(".tox", ".venv*", "node*"))
+        return clone
+    for name in listed.stdout.decode().split("\0"):
+        source = ROOT / name
+        if name and source.is_file():  # (a file deleted in the tree is not in a clone either)
+            (clone / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, clone / name)
+    return clone
+
+
 def main() -> int:
     with tempfile.TemporaryDirectory(prefix="pi-ask-sdist-") as tmp:
         work = Path(tmp)
         dist = work / "dist"
-        run(sys.executable, "-m", "build", "--outdir", str(dist), str(ROOT), cwd=ROOT)
+        clone = clean_clone(work)
+        assert not (clone.parent / "shared").exists()
+        run(sys.executable, "-m", "build", "--outdir", str(dist), str(clone), cwd=clone)
         [sdist] = dist.glob("*.tar.gz")
         [wheel] = dist.glob("*.whl")
         with zipfile.ZipFile(wheel) as archive:
             names = archive.namelist()
+            [meta] = [name for name in names if name.endswith(".dist-info/METADATA")]
+            description = archive.read(meta).decode().split("\n\n", 1)[1]
         expect(names, ".dist-info/licenses/LICENSE", "wheel")
-        for guide in ("bridges.md", "relay.md", "protocol-decisions.md"):
+        for guide in ("bridges.md", "relay.md", "real-pi.md", "protocol-decisions.md"):
             expect(names, f"pi_ask_sdk/docs/{guide}", "wheel")
+        if "pip install pi-ask-sdk" not in description.split("```", 2)[1]:
+            raise SystemExit("check-sdist: the long description does not start with pip install")
         with tarfile.open(sdist) as archive:
             members = archive.getnames()
             expect(members, "/LICENSE", "sdist")

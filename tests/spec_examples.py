@@ -1,8 +1,9 @@
 """Loads the spec's machine-readable examples (``examples.json``).
 
-Where it is, in this order: ``$PI_ASK_SPEC_DIR`` when set; else ``spec/`` at the project root,
-the copy the sdist carries (so an unpacked sdist runs its own tests); else ``../shared/spec``
-beside the repository checkout, as on CI.
+Where it is, in this order: ``$PI_ASK_SPEC_DIR`` when set; else ``../shared/spec`` beside the
+repository checkout (the spec itself, as on CI); else ``spec/`` at the project root, the copy
+the repository and its sdist carry (so a clean clone builds and an unpacked sdist runs its own
+tests). tests/test_spec_location.py keeps that copy equal to the spec beside the checkout.
 """
 
 from __future__ import annotations
@@ -20,10 +21,15 @@ def spec_dir() -> Path:
     explicit = os.environ.get("PI_ASK_SPEC_DIR")
     if explicit:
         return Path(explicit)
-    bundled = _ROOT / "spec"
-    if (bundled / "examples.json").is_file():
-        return bundled
-    return _ROOT.parent / "shared" / "spec"
+    beside = _ROOT.parent / "shared" / "spec"
+    if (beside / "examples.json").is_file():
+        return beside
+    return copy_dir()
+
+
+def copy_dir() -> Path:
+    """The repository's own copy of the spec examples (``spec/``)."""
+    return _ROOT / "spec"
 
 
 SPEC_DIR = spec_dir()

@@ -108,3 +108,49 @@ def test_layout_names_every_test_folder() -> None:
     named = set(re.findall(r"(?:^tests/|·)\s*(\w+)/", described, re.MULTILINE))
     assert sorted(folders - named) == [], "test folders the README's layout does not name"
     assert sorted(named - folders) == [], "test folders the README's layout names that do not exist"
+
+
+PYPI = README.parent / "PYPI.md"
+
+
+def test_the_long_description_starts_with_what_a_pip_user_does() -> None:
+    """PyPI shows PYPI.md: first ``pip install pi-ask-sdk``, ``pi-ask demo``, ``pi-ask try``;
+    nothing only a checkout has (``pip install -e .``, scripts/)."""
+    meta = metadata.metadata("pi-ask-sdk")
+    assert meta["Description-Content-Type"] == "text/markdown"
+    description = meta.get_payload()  # type: ignore[attr-defined]
+    assert isinstance(description, str)
+    assert description.strip() == PYPI.read_text(encoding="utf-8").strip()
+    lines = description.splitlines()
+    block = lines[lines.index("```bash") + 1 : lines.index("```bash") + 4]
+    assert lines.index("```bash") < 4
+    assert [line.split("#")[0].strip() for line in block] == [
+        "pip install pi-ask-sdk",
+        "pi-ask demo",
+        "pi-ask try",
+    ]
+    assert "-e ." not in description
+    assert "scripts/" not in description
+    targets = re.findall(r"\]\(([^)]*)\)", description)
+    assert targets
+    assert [t for t in targets if not t.startswith(("https://", "http://", "#"))] == []
+    named = set(re.findall(r"`pi-ask docs ([a-z-]+)`", description))
+    assert named == {p.stem for p in (README.parent / "docs").glob("*.md")}
+
+
+def test_the_long_description_shows_the_readme_example() -> None:
+    def example(path: Path) -> str:
+        [code] = re.findall(r"```python\n(.*?)```", path.read_text(encoding="utf-8"), flags=re.S)
+        return str(code)
+
+    assert example(PYPI) == example(README)
+
+
+def test_development_section_names_every_tox_env() -> None:
+    section = README.read_text(encoding="utf-8").split("## Development", 1)[1]
+    tox = (README.parent / "tox.ini").read_text(encoding="utf-8")
+    [env_list] = re.findall(r"^env_list = (.*)$", tox, flags=re.M)
+    envs = [env.strip() for env in env_list.split(",")]
+    missing = [env for env in envs if f"`{env}`" not in section and not env.startswith("py3")]
+    assert missing == []
+    assert "`py310`-`py313`" in section
