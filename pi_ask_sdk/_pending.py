@@ -181,7 +181,7 @@ class SubmitBook:
         raise FlowAlreadyAnswered(flow_id)
 
     def request_id(self, prefix: str, request_id: str | None) -> str:
-        """``request_id`` checked (free, non-empty, UTF-8 safe), or a fresh uuid4-based one."""
+        """``request_id`` checked (free, non-empty, UTF-8 safe), or a fresh random one."""
         if request_id is None:
             # 128 random bits, as hex (what uuid4().hex gives, minus its fixed bits, faster)
             used = self._used

@@ -266,7 +266,8 @@ class BridgeClient:
         the emit). Refused locally, with nothing sent: a response built for another flow
         (``FlowMismatch``), a flow that already accepted a submit or completed
         (``FlowAlreadyAnswered`` / ``FlowAlreadyCompleted``), a flow dropped when the session
-        ended (``ConnectionLost``). ``request_id`` defaults to a fresh uuid4-based id.
+        ended (``ConnectionLost``). ``request_id`` defaults to a fresh random id:
+        ``request_id_prefix``, ``-`` and 128 bits from the OS as 32 hex digits.
         """
         ticket = self._prepare(flow, response, request_id)
         rid, flow_id = ticket.request_id, ticket.flow_id
