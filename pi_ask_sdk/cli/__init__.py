@@ -195,6 +195,20 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``pi-ask``; returns the exit status (see ``EXIT_CODES``)."""
+    try:
+        status = _run(argv)
+        sys.stdout.flush()  # here, not at exit: a reader gone meanwhile is caught below
+    except BrokenPipeError:
+        # The reader went away (`pi-ask schema | head`): stop quietly, status 0, like other
+        # commands. stdout is pointed at /dev/null so the interpreter's final flush cannot
+        # fail again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
+    return status
+
+
+def _run(argv: Sequence[str] | None) -> int:
     parser = _parser()
     try:
         args = parser.parse_args(argv)
@@ -211,11 +225,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"pi-ask {args.command}: {advice(error)}", file=sys.stderr)
         return EXIT_RUNTIME
     except BrokenPipeError:
-        # The reader went away (`pi-ask schema | head`): stop quietly, like other commands.
-        # stdout is pointed at /dev/null so the interpreter's final flush cannot fail again.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return EXIT_OK
+        raise  # (an OSError, but not a runtime error: main() ends quietly)
     except OSError as error:  # e.g. a socket refused between discovery and connecting
         print(f"pi-ask {args.command}: {error}", file=sys.stderr)
         return EXIT_RUNTIME

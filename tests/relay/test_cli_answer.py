@@ -111,8 +111,10 @@ async def test_watch_prints_a_hostile_form_inert(relay: FakeRelay) -> None:
     await watch(lines.append, directory=relay.directory, duration=0.3, poll=0.05)
     text = "\n".join(lines)
     assert "Deploy?" in text
-    for bad in ("\x1b", "\x9b", "\u202e", "pwned"):
+    for bad in ("\x1b", "\x9b", "\u202e"):
         assert bad not in text
+    # shown, inert: each control as its escape, so the sequence can be read but never acts
+    assert "Deploy?\\u001b]0;pwned\\u0007\\u001b[2J\\u009b1m\\u202e" in text
 
 
 @pytest.mark.parametrize("as_json", [False, True])
