@@ -41,7 +41,7 @@ EXIT_INTERRUPTED: Final = 130
 
 EXIT_CODES: Final = """\
 exit status:
-  0    done
+  0    done (also when the reader of the output went away: pi-ask schema | head)
   1    ran, but nothing was accepted (answer, demo), a check failed (doctor) or the
        host refused the form (try)
   2    usage error (bad arguments, an invalid --form)
