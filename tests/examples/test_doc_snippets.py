@@ -93,10 +93,18 @@ async def _drive() -> None:
 
 asyncio.run(_drive())
 """,
+    # serve_every_pi runs until cancelled: cancelled here once the test closes stdin
     "relay_2": """
-import asyncio, contextlib
-with contextlib.suppress(KeyboardInterrupt):
-    asyncio.run(main())
+import asyncio, contextlib, sys
+
+async def _drive() -> None:
+    task = asyncio.create_task(main())
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+asyncio.run(_drive())
 """,
 }
 
@@ -114,7 +122,13 @@ class Run:
             assert line, f"{text!r} never printed; stdout:\n{self.out}"
             self.out += line.decode()
 
+    def close_stdin(self) -> None:
+        assert self.proc.stdin is not None
+        if not self.proc.stdin.is_closing():
+            self.proc.stdin.close()
+
     async def finish(self) -> tuple[int, str, str]:
+        self.close_stdin()
         out, err = await asyncio.wait_for(self.proc.communicate(), BOUND)
         assert self.proc.returncode is not None
         return self.proc.returncode, self.out + out.decode(), err.decode()
@@ -133,7 +147,7 @@ async def start(
         cwd=tmp_path,
         # (unbuffered: each line shows when printed, as on a terminal)
         env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
-        stdin=asyncio.subprocess.DEVNULL,
+        stdin=asyncio.subprocess.PIPE,  # closed by finish(), or earlier by a test
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
@@ -214,7 +228,8 @@ async def test_snippet_test_passes_under_pytest(tmp_path: Path, name: str) -> No
     assert "skipped" not in out
 
 
-# Snippets that connect to the one running Pi: (what they print for the form, Ctrl-C ends them)
+# Snippets that connect to the one running Pi: (what they print for the form, whether the
+# driver's cancel ends them rather than Pi exiting)
 RELAY = {
     "bridges_1": ("tool:docs Release", False),
     "relay_2": (" tool:docs", True),
@@ -224,12 +239,12 @@ RELAY = {
 @pytest.mark.asyncio
 @pytest.mark.parametrize("name", sorted(RELAY))
 async def test_snippet_follows_the_running_pi(tmp_path: Path, fake_pi: FakePi, name: str) -> None:
-    expected, until_ctrl_c = RELAY[name]
+    expected, until_cancelled = RELAY[name]
     fake_pi.relay.open_form(FORM, tool_call_id="docs")
     run = await start(tmp_path, name, env=fake_pi.env)
     await run.wait_for(expected)
-    if until_ctrl_c:
-        run.proc.send_signal(signal.SIGINT)
+    if until_cancelled:
+        run.close_stdin()
     else:
         await fake_pi.exit()  # the stream of forms ends with the connection
     status, out, err = await run.finish()
