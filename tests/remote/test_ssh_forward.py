@@ -14,6 +14,7 @@ import pytest
 import pi_ask_sdk.transports.relay._discovery as relay_discovery
 import pi_ask_sdk.transports.relay._transport as relay_transport
 from pi_ask_sdk import BridgeClient, SubmitAccepted
+from pi_ask_sdk.cli.doctor import doctor
 from pi_ask_sdk.transports.relay import RelayTransport, discover_relays
 from tests.integration.pi_process import (
     PiProcess,
@@ -72,3 +73,20 @@ async def test_answering_and_new_session_work_across_an_ssh_forward(
             assert transport.is_connected
             assert transport.connections == 2
             assert transport.hello.session_id != first_session
+
+
+def test_doctor_checks_the_forwarded_socket(
+    fresh_pi: PiProcess, sshd: Sshd, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The guide's SSH recipe, step 3: ``pi-ask doctor --socket`` on the forward's local end
+    reaches the far relay's hello, whatever this machine's relay directory holds."""
+    local_dir = make_private_dir(tmp_path / "fwd")
+    monkeypatch.setenv("PI_ASK_RELAY_DIR", str(tmp_path / "not-here"))
+    with sshd.forward(local_dir / "pi-remote.sock", fresh_pi.socket_path) as local:
+        lines: list[str] = []
+        assert doctor(lines.append, socket=local) == 0, lines
+    assert lines[0].startswith(f"[  ok] relay pi-remote.sock: Pi {fresh_pi.env.version} ")
+    assert f"(pid {fresh_pi.pid})" in lines[0]
+    lines.clear()
+    assert doctor(lines.append, socket=local) == 1  # the forward's ssh is gone
+    assert lines[0].startswith("[fail] relay pi-remote.sock:")
