@@ -9,7 +9,7 @@ second one is refused locally with nothing sent.
 from __future__ import annotations
 
 import asyncio
-import os
+import uuid
 from collections import OrderedDict
 from typing import Literal, TypeAlias
 
@@ -137,18 +137,6 @@ def _expire(waiter: asyncio.Future[bool]) -> None:
         waiter.set_result(False)
 
 
-_RANDOM_BATCH = 16 * 64
-_forks = 0  # how many times this process is a fork's child: a batch drawn before is its parent's
-
-
-def _forked() -> None:
-    global _forks
-    _forks += 1
-
-
-if hasattr(os, "register_at_fork"):  # not on Windows
-    os.register_at_fork(after_in_child=_forked)
-
 Closed: TypeAlias = PendingSubmit | Literal["completed", "session_ended"]
 """Why a flow cannot take a submit: accepted (waiting for ``completed``), completed, or gone."""
 
@@ -156,18 +144,12 @@ Closed: TypeAlias = PendingSubmit | Literal["completed", "session_ended"]
 class SubmitBook:
     """Waiters by request id, and the most recent ``memory`` flows that cannot take a submit."""
 
-    __slots__ = ("_forks", "_random", "_used", "closed", "memory", "pending")
+    __slots__ = ("closed", "memory", "pending")
 
     def __init__(self, memory: int) -> None:
         self.memory = memory
         self.pending: dict[str, PendingSubmit] = {}
         self.closed: OrderedDict[FlowId, Closed] = OrderedDict()
-        # Random bytes for request ids, drawn from the OS a batch at a time (one system call
-        # per 64 ids instead of one per id) and kept as hex (one slice per id); each id still
-        # takes 16 fresh bytes.
-        self._random = ""
-        self._used = 0
-        self._forks = _forks  # a forked child must not reuse its parent's unused bytes
 
     def refuse_closed(self, flow_id: FlowId) -> None:
         """Raise when ``flow_id`` can no longer take a submit (nothing is sent)."""
@@ -183,12 +165,7 @@ class SubmitBook:
     def request_id(self, prefix: str, request_id: str | None) -> str:
         """``request_id`` checked (free, non-empty, UTF-8 safe), or a fresh random one."""
         if request_id is None:
-            # 128 random bits, as hex (what uuid4().hex gives, minus its fixed bits, faster)
-            used = self._used
-            if used >= len(self._random) or self._forks != _forks:
-                self._random, used, self._forks = os.urandom(_RANDOM_BATCH).hex(), 0, _forks
-            self._used = used + 32
-            return f"{prefix}-{self._random[used : used + 32]}"
+            return f"{prefix}-{uuid.uuid4().hex}"
         if not isinstance(request_id, str) or not request_id:
             raise InvalidRequestId(str(request_id), "must be a non-empty string")
         if request_id in self.pending:

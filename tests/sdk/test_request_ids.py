@@ -11,7 +11,7 @@ from pi_ask_sdk._pending import SubmitBook
 
 def test_default_ids_are_distinct_and_carry_128_random_bits() -> None:
     book = SubmitBook(8)
-    ids = [book.request_id("bridge", None) for _ in range(1_000)]  # several batches
+    ids = [book.request_id("bridge", None) for _ in range(1_000)]
     assert len(set(ids)) == len(ids)
     for rid in ids:
         prefix, _, hexdigits = rid.partition("-")
@@ -23,7 +23,7 @@ def test_default_ids_are_distinct_and_carry_128_random_bits() -> None:
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX-only")
 def test_a_forked_child_does_not_reuse_its_parents_random_bytes() -> None:
     book = SubmitBook(8)
-    book.request_id("b", None)  # the parent now holds a batch with unused bytes
+    book.request_id("b", None)
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: report its next id and leave without running pytest's teardown
