@@ -27,51 +27,29 @@ class StreamEnd:
 
 class StreamSet(Generic[T]):
     """The client's live streams of one kind, held weakly: a stream its reader dropped is
-    forgotten. (A ``weakref.WeakSet`` does the same, but iterating one costs a generator and a
-    guard per item delivered.)
+    forgotten."""
 
-    A push iterates a tuple of the references, made again only after the set changed (rare):
-    a stream ending, or collected, meanwhile changes the dict, never the tuple being iterated.
-    """
-
-    __slots__ = ("_live", "_refs")
+    __slots__ = ("_streams",)
 
     def __init__(self) -> None:
-        self._refs: dict[int, weakref.ref[ClientStream[T]]] = {}
-        self._live: tuple[weakref.ref[ClientStream[T]], ...] | None = ()
+        self._streams: weakref.WeakSet[ClientStream[T]] = weakref.WeakSet()
 
     def add(self, stream: ClientStream[T]) -> None:
-        refs, key = self._refs, id(stream)
-
-        def forget(ref: weakref.ref[ClientStream[T]]) -> None:
-            if refs.get(key) is ref:
-                del refs[key]
-                self._live = None
-
-        refs[key] = weakref.ref(stream, forget)
-        self._live = None
+        self._streams.add(stream)
 
     def discard(self, stream: ClientStream[T]) -> None:
-        ref = self._refs.get(id(stream))
-        if ref is not None and ref() is stream:
-            del self._refs[id(stream)]
-            self._live = None
+        self._streams.discard(stream)
 
     def __bool__(self) -> bool:
-        return bool(self._refs)
+        return bool(self._streams)
 
     def __len__(self) -> int:
-        return len(self._refs)
+        return len(self._streams)
 
     def push(self, item: T | StreamEnd) -> None:
         """Deliver ``item`` to every live stream."""
-        live = self._live
-        if live is None:
-            live = self._live = tuple(self._refs.values())
-        for ref in live:
-            stream = ref()
-            if stream is not None:
-                stream._push(item)
+        for stream in list(self._streams):  # a copy: a stream that ends discards itself
+            stream._push(item)
 
 
 class ClientStream(Generic[T]):

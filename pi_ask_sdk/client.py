@@ -398,7 +398,7 @@ class BridgeClient:
         if before is not None and (before.replay or replay) and before.same_form(view):
             return  # the live announcement of a form already replayed, or the reverse
         self._flow_streams.push(view)
-        if self._event_streams._refs:  # (not bool(): a Python-level __bool__ costs a call)
+        if self._event_streams:
             self._event_streams.push(FlowStarted(view))
 
     def _completed(self, event: CompletedEvent) -> None:
@@ -438,7 +438,7 @@ class BridgeClient:
             self._event_streams.push(end)
 
     def _publish(self, event: BridgeEvent) -> None:
-        if self._event_streams._refs:
+        if self._event_streams:
             self._event_streams.push(event)
 
 
