@@ -402,7 +402,7 @@ class BridgeClient:
             self._event_streams.push(FlowStarted(view))
 
     def _completed(self, event: CompletedEvent) -> None:
-        flow_id: FlowId = event.flow_id  # type: ignore[assignment]  # (FlowId() is a call)
+        flow_id = FlowId(event.flow_id)
         accepted = self._book.closed.get(flow_id)
         if accepted == "completed" and flow_id not in self._open:
             # A flow completes once; a repeated event (a host or relay emitting it twice) is

@@ -50,7 +50,14 @@ class QuestionId(str):
 
     __slots__ = ()
 
-    # ``QuestionId(...)`` raises: its ``__new__`` is set below, by ``_refuse_construction``.
+    if not TYPE_CHECKING:  # (type checkers see an abstract class: constructing it is an error)
+
+        def __new__(cls, *args, **kwargs):
+            if cls is QuestionId:
+                raise TypeError(
+                    "QuestionId cannot be constructed; take it from a QuestionView (.id)"
+                )
+            return super().__new__(cls, *args, **kwargs)
 
     def __init_subclass__(cls) -> None:
         if cls.__module__ != __name__:
@@ -64,8 +71,6 @@ class QuestionId(str):
 @final
 class _QuestionId(QuestionId):
     __slots__ = ()
-    if not TYPE_CHECKING:  # (type checkers see str's constructor either way)
-        __new__ = str.__new__  # str's own C constructor (see _refuse_construction)
 
     def _from_form(self) -> None:
         return None
@@ -81,7 +86,15 @@ class OptionValue(str):
 
     __slots__ = ()
 
-    # ``OptionValue(...)`` raises: its ``__new__`` is set below, by ``_refuse_construction``.
+    if not TYPE_CHECKING:  # (type checkers see an abstract class: constructing it is an error)
+
+        def __new__(cls, *args, **kwargs):
+            if cls is OptionValue:
+                raise TypeError(
+                    "OptionValue cannot be constructed; take it from a QuestionView"
+                    ' (question.value("..."), option.value)'
+                )
+            return super().__new__(cls, *args, **kwargs)
 
     def __init_subclass__(cls) -> None:
         if cls.__module__ != __name__:
@@ -99,8 +112,6 @@ class _OptionValue(OptionValue):
     # a dict per value cost more than the str itself. Made by _option_value (or inline).
     __slots__ = ("_question_id",)
     _question_id: QuestionId
-    if not TYPE_CHECKING:  # (type checkers see str's constructor either way)
-        __new__ = str.__new__  # str's own C constructor (see _refuse_construction)
 
     @property
     def question_id(self) -> QuestionId:
@@ -108,33 +119,6 @@ class _OptionValue(OptionValue):
 
     def __reduce__(self) -> tuple[object, ...]:
         return (_option_value, (str(self), self._question_id))
-
-
-def _refuse_construction(public: type[str], message: str) -> None:
-    """Make ``public(...)`` raise ``TypeError(message)``, and only ``public(...)``.
-
-    Set once ``public``'s private subclass exists: that class names ``str.__new__`` as its own
-    ``__new__``, so assigning ``public.__new__`` now leaves it str's C constructor, and
-    ``_QuestionId(text)`` / ``_OptionValue(text)`` run no Python code and copy no argument tuple
-    (a ``__new__`` in ``public``'s class body would route every id and value through it).
-    """
-
-    def __new__(cls: type[str], *args: object, **kwargs: object) -> str:
-        if cls is public:
-            raise TypeError(message)
-        return str.__new__(cls, *args, **kwargs)
-
-    public.__new__ = staticmethod(__new__)  # type: ignore[assignment]
-
-
-_refuse_construction(
-    QuestionId, "QuestionId cannot be constructed; take it from a QuestionView (.id)"
-)
-_refuse_construction(
-    OptionValue,
-    'OptionValue cannot be constructed; take it from a QuestionView (question.value("..."), '
-    "option.value)",
-)
 
 
 RULES: Final = "_rules"
@@ -318,35 +302,14 @@ class FlowView(msgspec.Struct, frozen=True, gc=False):
 
     @classmethod
     def from_started(cls, event: StartedEvent, *, replay: bool = False) -> FlowView:
-        tool_call_id, title, view, question_id, text = (
-            event.tool_call_id,
-            event.title,
-            QuestionView,
-            _QuestionId,
-            DisplayText,
-        )
-        # QuestionView.from_wire inline (one Python call less per question), in a plain loop
-        # (Python 3.11 makes a function object for each comprehension).
-        questions = []
-        for q in event.questions:
-            questions.append(
-                view(
-                    question_id(q.id),
-                    text(q.label),
-                    text(q.prompt),
-                    q.type,
-                    q.requested,
-                    q.required,
-                    tuple(q.options),
-                )
-            )
+        tool_call_id, title = event.tool_call_id, event.title
         return cls(
-            event.flow_id,  # type: ignore[arg-type]  # a FlowId (FlowId() costs a call)
+            FlowId(event.flow_id),
             None if tool_call_id is UNSET else tool_call_id,
             event.source,
-            None if title is UNSET else text(title),
+            None if title is UNSET else DisplayText(title),
             event.created_at,
-            tuple(questions),
+            tuple(QuestionView.from_wire(question) for question in event.questions),
             replay,
         )
 
