@@ -626,21 +626,12 @@ def _is_plain(text: object) -> bool:
     return True
 
 
-# The scratch buffer of _json: encoding into it spares allocating bytes that are thrown away.
-# (msgspec holds the GIL while it encodes; nothing ever reads the buffer.)
-_SCRATCH = bytearray()
-_SCRATCH_KEPT = 1 << 16  # a larger encoding is not kept alive until the next check
-
-
 def _json(value: object) -> bool:
     """Whether ``value`` encodes as JSON as it is (plain types and text, not too deep)."""
     try:
-        _ENCODER.encode_into(value, _SCRATCH)
+        _ENCODER.encode(value)
     except Exception:  # a RecursionError, a lone surrogate, a str subclass, ...
         return False
-    finally:
-        if len(_SCRATCH) > _SCRATCH_KEPT:
-            _SCRATCH.clear()
     return True
 
 
