@@ -53,9 +53,6 @@ FlowState = Literal["open", "completed", "disposed"]
 
 _BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
 _ENCODER = msgspec.json.Encoder()
-# Whether x is a Struct, asked of its class: isinstance(x, msgspec.Struct) goes through the
-# Struct metaclass's __instancecheck__, several times slower when it fails (a non-dict submit).
-_STRUCT_META: Final = type(msgspec.Struct)
 
 
 class _TooDeep(Exception):
@@ -253,7 +250,7 @@ class FlowHandle:
         if raw.get("kind") == "cancel":
             return self.cancel()
         decision = check_answer_response(raw, self._index)
-        if type(decision) is AnswerProblem:
+        if isinstance(decision, AnswerProblem):
             raise SubmitRefused("invalid_answer", decision.message)
         return self._finish(decision, verified=verified)
 
@@ -278,7 +275,7 @@ class FlowHandle:
         except _TooDeep:
             raise SubmitRefused("invalid_answer", _TOO_DEEP) from None
         decision = check_answer_response({"kind": "answer", "answers": answers}, self._index)
-        if type(decision) is AnswerProblem:
+        if isinstance(decision, AnswerProblem):
             raise SubmitRefused("invalid_answer", decision.message)
         self._local = dict(decision.answers)
         self._local_verified = verified
@@ -460,54 +457,42 @@ class FlowHost:
         """``resolve_submit``'s verdict on ``data`` (applied when accepted); when ``data`` is
         not ``cleaned`` and the verdict would emit text that does not encode, nothing is
         applied and a cleaned copy is judged instead.
-
-        (The whole of ``resolve_submit`` but what ``_accept`` does, with one exit for refusals:
-        every call layer costs as much as a check on the path of a refused submit.)
         """
-        if type(data) is not dict and isinstance(type(data), _STRUCT_META):
+        if isinstance(data, msgspec.Struct):
             try:
                 data = msgspec.to_builtins(data)
             except (TypeError, ValueError, RecursionError):
                 data = None
         try:
-            # parse_envelope's checks, as the host takes them. (A sequence pattern asks no
-            # class: it tells the two apart cheaply, whichever it is.)
-            match _check_envelope(data):
-                case (rid, fid, kind, response):
-                    handle = self._active.get(fid)
-                    if handle is None:
-                        error: SubmitErrorCode = "flow_not_found"
-                        message = (
-                            f'No ask flow "{fid}" is active: it never started, already completed, '
-                            "or was closed."
-                        )
-                    else:
-                        decision = (
-                            None
-                            if kind == "cancel"
-                            else check_answer_response(response, handle._index)
-                        )
-                        if type(decision) is not AnswerProblem:
-                            return self._accept(data, cleaned, rid, handle, decision)
-                        error, message = "invalid_answer", decision.message
-                    rejection = SubmitRejection(
-                        request_id=rid, flow_id=fid, error=error, message=message
+            checked = _check_envelope(data)  # parse_envelope's checks, as the host takes them
+            if isinstance(checked, SubmitRejection):  # the envelope's own refusal
+                rejection = checked
+                rid, fid, message = rejection.request_id, rejection.flow_id, rejection.message
+            else:
+                rid, fid, kind, response = checked
+                handle = self._active.get(fid)
+                if handle is None:
+                    error: SubmitErrorCode = "flow_not_found"
+                    message = (
+                        f'No ask flow "{fid}" is active: it never started, already completed, '
+                        "or was closed."
                     )
-                case rejection:  # the envelope's own refusal
-                    rid, fid, message = rejection.request_id, rejection.flow_id, rejection.message
+                else:
+                    decision = (
+                        None if kind == "cancel" else check_answer_response(response, handle._index)
+                    )
+                    if not isinstance(decision, AnswerProblem):
+                        return self._accept(data, cleaned, rid, handle, decision)
+                    error, message = "invalid_answer", decision.message
+                rejection = SubmitRejection(
+                    request_id=rid, flow_id=fid, error=error, message=message
+                )
             # What is emitted: the echoed ids and the message must be text that encodes.
-            # (Three isascii calls cost less than joining the texts to check them at once.)
-            if not (
-                type(rid) is str
-                and type(fid) is str
-                and rid.isascii()
-                and fid.isascii()
-                and message.isascii()
-            ):
-                if not cleaned and not (_is_plain(rid) and _is_plain(fid) and _is_plain(message)):
-                    return self._judge(_clean_json(data)[0], True)
-                return _refusal(rid, fid, rejection.error, message)
-            return rejection
+            if _is_plain(rid) and _is_plain(fid) and _is_plain(message):
+                return rejection
+            if not cleaned:
+                return self._judge(_clean_json(data)[0], True)
+            return _refusal(rid, fid, rejection.error, message)
         except (_TooDeep, RecursionError):
             return _too_deep(data)
 
@@ -570,10 +555,7 @@ class FlowHost:
 
     def _started_payload(self, handle: FlowHandle, created_at: int) -> StartedEvent:
         # Each started event gets its own lists: a listener cannot change the host's form.
-        # (A loop: a comprehension costs a function call on Python 3.11.)
-        questions = []
-        for q in handle.form.questions:
-            questions.append(structs.replace(q, options=list(q.options)))
+        questions = [structs.replace(q, options=list(q.options)) for q in handle.form.questions]
         return StartedEvent(
             flow_id=handle.flow_id,
             tool_call_id=handle.tool_call_id if handle.tool_call_id is not None else UNSET,
