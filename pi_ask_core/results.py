@@ -54,28 +54,20 @@ _UNANSWERED: Final = QuestionState(status="unanswered")
 def serialize_answer(answer: AcceptedAnswer) -> AskResultAnswer:
     """§5.1: one accepted answer as it appears in a result."""
     selections = answer.selections
-    if len(selections) == 1:  # the common single choice
-        only = selections[0]
-        values, labels, indices = [only.value], [only.label], [only.index]
-    else:  # one loop: a comprehension is a function call on Python 3.11
-        values, labels, indices = [], [], []
-        for selection in selections:
-            values.append(selection.value)
-            labels.append(selection.label)
-            indices.append(selection.index)
+    values = [selection.value for selection in selections]
+    labels = [selection.label for selection in selections]
+    indices = [selection.index for selection in selections]
     custom = answer.custom_text
     if custom is not None:
         values.append(custom)
         labels.append(custom)
     notes = answer.option_notes
-    selected_notes = None
-    if notes:  # the non-empty notes of selected options (a loop, not a generator)
-        pairs: list[tuple[str, str]] = []
-        for selection in selections:
-            text = notes.get(selection.value)
-            if text:
-                pairs.append((selection.value, text))
-        selected_notes = js_object(pairs)
+    # the non-empty notes of selected options
+    selected_notes = js_object(
+        (selection.value, notes[selection.value])
+        for selection in selections
+        if notes.get(selection.value)
+    )
     return AskResultAnswer(
         values=values,
         labels=labels,
@@ -135,9 +127,7 @@ def _context_option(option: AskOption) -> ContextOption:
 def _question_context(
     question: AskQuestion, summary: AskQuestionSummary
 ) -> ElaborationQuestionContext:
-    options = []  # a loop: a comprehension is a function call on Python 3.11
-    for option in question.options:
-        options.append(_context_option(option))
+    options = [_context_option(option) for option in question.options]
     return ElaborationQuestionContext(
         id=summary.id,
         label=summary.label,
@@ -171,13 +161,8 @@ def _elaboration_items(
     if not accepted.option_notes:
         return items
     # An option item holds the context's own ContextOption (frozen, no lists: safe to share).
-    # (Loops: a comprehension is a function call on Python 3.11.)
-    options: dict[str, ContextOption] = {}
-    for context_option in context.options:
-        options[context_option.value] = context_option
-    selected: set[str] = set()
-    for selection in accepted.selections:
-        selected.add(selection.value)
+    options = {option.value: option for option in context.options}
+    selected = {selection.value for selection in accepted.selections}
     for value, note in accepted.option_notes.items():
         option = options.get(value)
         if option is None or not note:
@@ -207,16 +192,15 @@ def build_result(
 
     A cancelled result always uses submit rules (§5.6) whatever ``mode`` says.
     """
-    summaries = []  # (loops: a comprehension costs a function call on Python 3.11)
-    for question in form.questions:
-        summaries.append(summarize_question(question))
+    summaries = [summarize_question(question) for question in form.questions]
     if cancelled or mode == "submit":
         # Kept unless empty: an answer serializes empty exactly when it is not committed and
         # has no note (option notes are kept only for selected options).
-        kept = {}
-        for qid, answer in answers.items():
-            if _committed(answer) or answer.note is not None:
-                kept[qid] = serialize_answer(answer)
+        kept = {
+            qid: serialize_answer(answer)
+            for qid, answer in answers.items()
+            if _committed(answer) or answer.note is not None
+        }
         return AskResult(
             title=form.title, cancelled=cancelled, mode="submit", questions=summaries, answers=kept
         )
@@ -231,11 +215,8 @@ def build_result(
     affected: list[str] = []
     preserved: dict[str, AskResultAnswer] = {}
     states: dict[str, QuestionState] = {}
-    index_like = False  # whether an id may be an array index, which JavaScript orders first
     for question, summary in zip(form.questions, summaries, strict=True):
         qid = question.id
-        if qid[:1].isdigit():  # js_object's own test for a key that may be an array index
-            index_like = True
         accepted = answers.get(qid)
         # Only a note or option notes make items: no context is built for the other answers.
         if accepted is not None and (accepted.note is not None or accepted.option_notes):
@@ -247,8 +228,8 @@ def build_result(
             states[qid] = _ANSWERED
         else:
             states[qid] = _UNANSWERED
-    if index_like:  # the objects' keys in JavaScript property order, as the reference has them
-        preserved, states = js_object(preserved.items()), js_object(states.items())
+    # the objects' keys in JavaScript property order, as the reference has them
+    preserved, states = js_object(preserved.items()), js_object(states.items())
     return AskResult(
         title=form.title,
         cancelled=False,
