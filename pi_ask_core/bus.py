@@ -27,18 +27,16 @@ class LocalEventBus:
     an emit take effect from the next emit, as in Node.
     """
 
-    __slots__ = ("_handlers", "_tokens")
+    __slots__ = ("_subscriptions",)
 
     def __init__(self) -> None:
-        # Per channel, the handlers, and beside them a token per subscription that tells apart
-        # two subscriptions of the same function, so that each unsubscribe removes exactly its
-        # own. (Two parallel tuples: emit iterates the handlers alone, no pair to unpack.)
-        self._handlers: dict[str, tuple[Handler, ...]] = {}
-        self._tokens: dict[str, tuple[object, ...]] = {}
+        # Per channel, its subscriptions in order. Each is a (token, handler) pair: the token
+        # tells apart two subscriptions of the same function, so that each unsubscribe removes
+        # exactly its own. The tuples are replaced, never mutated: an emit iterates a snapshot.
+        self._subscriptions: dict[str, tuple[tuple[object, Handler], ...]] = {}
 
     def emit(self, channel: str, data: object) -> None:
-        # Iterates a snapshot (tuples are replaced, never mutated), as Node does.
-        for handler in self._handlers.get(channel, ()):
+        for _, handler in self._subscriptions.get(channel, ()):
             try:
                 handler(data)
             except Exception:
@@ -46,26 +44,20 @@ class LocalEventBus:
 
     def on(self, channel: str, handler: Handler) -> Unsubscribe:
         token = object()
-        self._handlers[channel] = (*self._handlers.get(channel, ()), handler)
-        self._tokens[channel] = (*self._tokens.get(channel, ()), token)
+        self._subscriptions[channel] = (*self._subscriptions.get(channel, ()), (token, handler))
 
         def unsubscribe() -> None:
-            tokens = self._tokens.get(channel, ())
-            if token not in tokens:
-                return
-            at = tokens.index(token)
-            handlers = self._handlers[channel]
-            if len(tokens) > 1:
-                self._tokens[channel] = tokens[:at] + tokens[at + 1 :]
-                self._handlers[channel] = handlers[:at] + handlers[at + 1 :]
+            kept = tuple(s for s in self._subscriptions.get(channel, ()) if s[0] is not token)
+            if kept:
+                self._subscriptions[channel] = kept
             else:
-                del self._tokens[channel], self._handlers[channel]
+                self._subscriptions.pop(channel, None)
 
         return unsubscribe
 
     def listener_count(self, channel: str) -> int:
         """How many handlers are subscribed to ``channel``."""
-        return len(self._handlers.get(channel, ()))
+        return len(self._subscriptions.get(channel, ()))
 
 
 def _log_handler_error(channel: str, handler: Handler) -> None:
