@@ -7,8 +7,6 @@ synchronous host (``FlowHost`` on ``LocalEventBus``) therefore acknowledges insi
 
 from __future__ import annotations
 
-import threading
-import weakref
 from collections.abc import Callable
 
 import msgspec
@@ -34,22 +32,10 @@ __all__ = ["MemoryTransport"]
 _HOST_CHANNELS = (STARTED, COMPLETED, SUBMIT_RESULT)
 
 
-class _Sending:
-    """What the transports on one bus share: the submit being emitted now, if any, as its
-    transport and ids. A synchronous host answers inside the emit, and only that transport may
-    take the verdict (two clients may use the same requestId), as the relay marks it "own" for
-    one connection."""
-
-    __slots__ = ("__weakref__", "now")
-
-    def __init__(self) -> None:
-        self.now: tuple[MemoryTransport, str, str] | None = None
-
-
-# Per bus (by id), its transports' _Sending. Each transport holds it, and its bus, so an entry
-# lives only while its bus does (no other object can then have that id).
-_SENDING: weakref.WeakValueDictionary[int, _Sending] = weakref.WeakValueDictionary()
-_SENDING_LOCK = threading.Lock()  # two transports made at once on one bus get the same one
+# Per bus (by id), the transport whose submit is being emitted and that submit's ids, only while
+# it is: a synchronous host answers inside the emit, and only that transport may take the verdict
+# (two clients may use the same requestId), as the relay marks it "own" for one connection.
+_SENDING: dict[int, tuple[MemoryTransport, str, str]] = {}
 
 
 class MemoryTransport:
@@ -61,15 +47,10 @@ class MemoryTransport:
     learn from Pi; ``FakeHost`` calls them.
     """
 
-    __slots__ = ("_bus", "_host", "_listener", "_sending", "_unsubscribes")
+    __slots__ = ("_bus", "_host", "_listener", "_unsubscribes")
 
     def __init__(self, bus: EventBus, host: FlowHost | None = None) -> None:
         self._bus = bus
-        with _SENDING_LOCK:
-            sending = _SENDING.get(id(bus))
-            if sending is None:
-                sending = _SENDING[id(bus)] = _Sending()
-        self._sending = sending
         self._host = host
         self._listener: TransportListener | None = None
         self._unsubscribes: list[Callable[[], None]] = []
@@ -106,7 +87,7 @@ class MemoryTransport:
             listener = self._listener
             if listener is None:
                 return
-            sending = self._sending.now
+            sending = _SENDING.get(id(self._bus))
             # (The common case, no submit or our own being emitted, needs no decode.)
             if sending is not None and sending[0] is not self and _answers(data, sending):
                 return
@@ -129,13 +110,16 @@ class MemoryTransport:
     def _emit(self, payload: object, request_id: str, flow_id: str) -> None:
         if self._listener is None:
             raise ConnectionLost("disconnected", "the memory transport is not open")
-        sending = self._sending
-        outer = sending.now
-        sending.now = (self, request_id, flow_id)
+        key = id(self._bus)
+        outer = _SENDING.get(key)
+        _SENDING[key] = (self, request_id, flow_id)
         try:
             self._bus.emit(SUBMIT, payload)
         finally:
-            sending.now = outer
+            if outer is None:
+                del _SENDING[key]
+            else:
+                _SENDING[key] = outer
 
     async def close(self) -> None:
         self._listener = None
