@@ -8,7 +8,7 @@ import time
 # weakref.ref itself, without importing the weakref module (it costs more than it is worth here).
 from _weakref import ref as _weak_ref
 from collections.abc import Callable, Mapping
-from typing import Final, Literal
+from typing import Literal
 
 import msgspec
 from msgspec import UNSET, structs

@@ -52,7 +52,7 @@ class QuestionId(str):
 
     if not TYPE_CHECKING:  # (type checkers see an abstract class: constructing it is an error)
 
-        def __new__(cls, *args, **kwargs):
+        def __new__(cls, *args: object, **kwargs: object) -> str:
             if cls is QuestionId:
                 raise TypeError(
                     "QuestionId cannot be constructed; take it from a QuestionView (.id)"
@@ -88,7 +88,7 @@ class OptionValue(str):
 
     if not TYPE_CHECKING:  # (type checkers see an abstract class: constructing it is an error)
 
-        def __new__(cls, *args, **kwargs):
+        def __new__(cls, *args: object, **kwargs: object) -> str:
             if cls is OptionValue:
                 raise TypeError(
                     "OptionValue cannot be constructed; take it from a QuestionView"
