@@ -20,9 +20,9 @@ from typing import Final
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from .answers import FormIndex, QuestionIndex
+from .answers import FormIndex
 from .errors import InvalidForm
-from .js import JS_WHITESPACE, WHITESPACE_RUN, is_blank, js_trim, js_upper_first
+from .js import WHITESPACE_RUN, is_blank, js_trim, js_upper_first
 from .protocol import (
     AskOption,
     AskParams,
@@ -41,7 +41,6 @@ __all__ = [
     "normalize_form",
     "parse_form",
     "parse_form_indexed",
-    "plain_form",
     "prepare_labels",
     "validate_form",
 ]
@@ -411,134 +410,6 @@ def _invalid_result(raw: Mapping[str, object], issues: Sequence[Issue]) -> Inval
     )
 
 
-# --- one-pass fast path -------------------------------------------------------------------------
-# Most input is well formed. ``plain_form`` takes it through msgspec's C conversion (types) and one
-# Python pass (trimming, blanks, duplicates, labels); anything else goes the full way above.
-
-
-class _InOption(msgspec.Struct, frozen=True, kw_only=True, rename="camel", gc=False):
-    value: str
-    label: str = ""
-    description: str = ""
-    preview: str = ""
-    preview_file: str = ""
-    recommended: bool | UnsetType = UNSET
-
-
-class _InQuestion(msgspec.Struct, frozen=True, kw_only=True, rename="camel", gc=False):
-    id: str
-    label: str = ""
-    prompt: str
-    type: QuestionType = "single"
-    required: bool = False
-    options: list[_InOption]
-
-
-class _InForm(msgspec.Struct, frozen=True, kw_only=True, gc=False):
-    title: str = ""
-    background: bool | UnsetType = UNSET
-    questions: list[_InQuestion]
-
-
-_Q_LABELS: Final = tuple(f"Q{n}" for n in range(1, 65))
-
-
-def plain_form(raw: object, *, present_single_as_multi: bool = False) -> Form | None:
-    """The normalized form of well-formed input in one pass, or None when anything is odd.
-
-    "Odd" is anything that could produce an issue or read a preview file: a value of another
-    JSON type, a missing or blank required text, a duplicate, an underivable label, a
-    ``previewFile``. The caller then runs the full pipeline, so issues, paths and messages have
-    one source. When this returns a form it is the one the full pipeline returns
-    (``tests/core/test_fast_paths.py`` checks that both agree on arbitrary input).
-    """
-    plain = _plain_form(raw, present_single_as_multi)
-    return None if plain is None else plain[0]
-
-
-def _plain_form(raw: object, present_single_as_multi: bool) -> tuple[Form, FormIndex] | None:
-    """``plain_form``, and the answer-lookup tables of the form built in the same pass."""
-    if type(raw) is not dict:
-        return None
-    raw_questions = raw.get("questions")
-    # msgspec also takes tuples and sets for arrays; the spec's structure check does not.
-    if type(raw_questions) is not list or not raw_questions:
-        return None
-    for raw_question in raw_questions:
-        if type(raw_question) is not dict or type(raw_question.get("options")) is not list:
-            return None
-    try:
-        parsed = msgspec.convert(raw, _InForm)
-    except (msgspec.ValidationError, TypeError, ValueError, RecursionError):
-        return None
-    ws = JS_WHITESPACE  # str.strip inline: this loop runs for every text of every form
-    indexes: dict[str, QuestionIndex] = {}
-    normalized: list[AskQuestion] = []
-    for i, question in enumerate(parsed.questions):
-        qid, prompt, options = question.id.strip(ws), question.prompt.strip(ws), question.options
-        if not qid or not prompt or qid in indexes or not options:
-            return None
-        is_preview = question.type == "preview"
-        table: dict[str, tuple[str, int]] = {}  # value -> (label, position): QuestionIndex
-        normalized_options: list[AskOption] = []
-        for position, option in enumerate(options, 1):
-            value = option.value.strip(ws)
-            if not value or value in table:
-                return None
-            label = option.label.strip(ws)
-            if not label:
-                derived = derive_label(option.value)
-                label = derived.strip(ws) if derived is not None else ""
-                if not label:
-                    return None
-            # Optional texts are mostly absent (""): no strip call for those.
-            preview, preview_file = option.preview, option.preview_file
-            preview = preview.strip(ws) if preview else preview
-            if (preview_file and preview_file.strip(ws)) or (is_preview and not preview):
-                return None  # a file to read, or a missing preview: the full pipeline
-            description = option.description
-            description = description.strip(ws) if description else description
-            table[value] = (label, position)
-            # previewFile is blank here: it normalizes to UNSET, the default.
-            normalized_options.append(
-                AskOption(
-                    value=value,
-                    label=label,
-                    description=description or UNSET,
-                    preview=preview or UNSET,
-                    recommended=option.recommended,
-                )
-            )
-        question_label = question.label.strip(ws) or (
-            _Q_LABELS[i] if i < len(_Q_LABELS) else f"Q{i + 1}"
-        )
-        if present_single_as_multi and question.type == "single":
-            asked = AskQuestion(
-                id=qid,
-                label=question_label,
-                prompt=prompt,
-                type="multi",
-                requested_type="single",
-                presented_type="multi",
-                required=question.required,
-                options=normalized_options,
-            )
-        else:
-            asked = AskQuestion(
-                id=qid,
-                label=question_label,
-                prompt=prompt,
-                type=question.type,
-                required=question.required,
-                options=normalized_options,
-            )
-        normalized.append(asked)
-        index = indexes[qid] = QuestionIndex.of(qid, asked.type, table)
-        index.question = asked
-    form = Form(title=parsed.title.strip(ws) or UNSET, questions=tuple(normalized))
-    return form, FormIndex.of(indexes)
-
-
 def parse_form(
     params: object,
     *,
@@ -565,17 +436,6 @@ def parse_form_indexed(
         if type(params) is not dict and isinstance(params, AskParams)
         else params
     )
-    plain = _plain_form(raw, present_single_as_multi)
-    if plain is not None:
-        return plain
-    form = _parse_full(raw, present_single_as_multi=present_single_as_multi, cwd=cwd)
-    return form, FormIndex(form.questions)
-
-
-def _parse_full(
-    raw: object, *, present_single_as_multi: bool, cwd: str | os.PathLike[str] | None
-) -> Form:
-    """The whole pipeline, step by step (every input ``plain_form`` passes on)."""
     prepared = prepare_labels(raw)
     structure = check_structure(prepared)
     if structure:
@@ -586,4 +446,5 @@ def _parse_full(
         prepared, issues = load_preview_files(prepared, cwd)
     if issues:
         raise InvalidForm("invalid_input", tuple(issues), _invalid_result(prepared, issues))
-    return normalize_form(prepared, present_single_as_multi=present_single_as_multi)
+    form = normalize_form(prepared, present_single_as_multi=present_single_as_multi)
+    return form, FormIndex(form.questions)

@@ -1,8 +1,5 @@
-"""The core's fast path for ask_user input agrees with its full, step-by-step rules.
-
-``plain_form`` (one pass for well-formed input) must give exactly the form the full pipeline
-gives, or decline (None) so that the full pipeline reports the issues.
-"""
+"""The host's screens of a submit: a dict subclass envelope is judged as the dict, and the
+"does it encode" check answers as encoding does."""
 
 from __future__ import annotations
 
@@ -10,157 +7,10 @@ from collections.abc import Callable
 from typing import Any
 
 import msgspec
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pi_ask_core import COMPLETED, FlowHost, InvalidForm, LocalEventBus
-from pi_ask_core.forms import _parse_full, parse_form, plain_form
-from tests.spec_examples import EXAMPLES
-
-# Texts that hit every normalization rule: blanks of JS whitespace, separators for label
-# derivation, duplicates after trimming, lone surrogates.
-words = st.sampled_from([" a ", "a", "b ", "yes", "follow_up", "x-y", "\ufeffx", "ß", "\ud83d"])
-blanks = st.sampled_from(["", " ", "\u00a0", "--", "_"])
-texts = st.integers(0, 4).flatmap(lambda n: blanks if n == 3 else words)
-odd = st.one_of(
-    st.none(), st.booleans(), st.integers(-1, 2), st.floats(allow_nan=False), texts, st.just([])
-)
-types = st.sampled_from(["single", "multi", "preview", "Single", "", " multi"])
-
-
-def shaped(
-    needed: dict[str, st.SearchStrategy[Any]], /, **optional: st.SearchStrategy[Any]
-) -> st.SearchStrategy[dict[str, Any]]:
-    """Dicts whose ``needed`` keys are usually present and of their type (so that many inputs
-    are well formed), the others present or absent; any key may hold another JSON type."""
-
-    def mostly(value: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
-        return st.integers(0, 9).flatmap(lambda n: odd if n == 5 else value)
-
-    return st.fixed_dictionaries(
-        {key: mostly(value) for key, value in needed.items()},
-        optional={"extra": odd, **{key: mostly(value) for key, value in optional.items()}},
-    )
-
-
-def maybe_tuple(items: list[Any]) -> list[Any] | tuple[Any, ...]:
-    # A tuple is no JSON array for the spec's structure check (msgspec would take it).
-    return tuple(items) if len(items) == 2 else items
-
-
-options = shaped(
-    {"value": texts},
-    label=texts,
-    description=texts,
-    preview=texts,
-    previewFile=st.sampled_from(["", " ", "missing-file.txt"]),
-    recommended=st.booleans(),
-)
-questions = shaped(
-    {
-        "id": texts,
-        "prompt": texts,
-        "options": st.lists(options, min_size=1, max_size=3).map(maybe_tuple),
-    },
-    label=texts,
-    type=types,
-    required=st.booleans(),
-)
-forms = shaped(
-    {"questions": st.lists(questions, min_size=1, max_size=3).map(maybe_tuple)},
-    title=texts,
-    background=st.booleans(),
-)
-
-
-def full(raw: object, as_multi: bool) -> object:
-    try:
-        return _parse_full(raw, present_single_as_multi=as_multi, cwd=None)
-    except InvalidForm as error:
-        return error.kind
-
-
-@settings(max_examples=600, suppress_health_check=[HealthCheck.too_slow])
-@given(raw=st.one_of(forms, odd), as_multi=st.booleans())
-def test_plain_form_gives_the_full_pipelines_form_or_declines(raw: object, as_multi: bool) -> None:
-    fast = plain_form(raw, present_single_as_multi=as_multi)
-    if fast is not None:
-        assert fast == full(raw, as_multi)
-
-
-@pytest.mark.parametrize("name", sorted(EXAMPLES["forms"]))
-@pytest.mark.parametrize("as_multi", [False, True])
-def test_the_spec_forms_take_the_fast_path_and_agree(name: str, as_multi: bool) -> None:
-    params = EXAMPLES["forms"][name]["params"]
-    fast = plain_form(params, present_single_as_multi=as_multi)
-    assert fast is not None
-    assert fast == full(params, as_multi)
-    assert parse_form(params, present_single_as_multi=as_multi) == fast
-
-
-def _option(**fields: object) -> dict[str, object]:
-    return {"value": " v ", **fields}
-
-
-EDGE_FORMS: list[object] = [
-    {"title": " T ", "questions": [{"id": " q ", "prompt": " P ", "options": [_option()]}]},
-    {
-        "title": " ",
-        "questions": [{"id": "q", "label": " L ", "prompt": "p", "options": [_option()]}],
-    },
-    {
-        "questions": [
-            {"id": "q", "label": "\u3000", "prompt": "p", "options": [_option(label=" x ")]}
-        ]
-    },
-    {"questions": [{"id": "q", "prompt": "p", "options": [{"value": "follow_up-now"}]}]},
-    {"questions": [{"id": "q", "prompt": "p", "options": [{"value": "--"}]}]},
-    {"questions": [{"id": "q", "prompt": "p", "options": [_option(label=" ", description=" d ")]}]},
-    {
-        "questions": [
-            {"id": "q", "prompt": "p", "options": [_option(description="\t", preview=" ")]}
-        ]
-    },
-    {
-        "questions": [
-            {"id": "q", "prompt": "p", "type": "preview", "options": [_option(preview=" s ")]}
-        ]
-    },
-    {
-        "questions": [
-            {"id": "q", "prompt": "p", "type": "preview", "options": [_option(preview=" ")]}
-        ]
-    },
-    {"questions": [{"id": "q", "prompt": "p", "options": [_option(previewFile=" ")]}]},
-    {"questions": [{"id": "q", "prompt": "p", "options": [_option(previewFile="nope.txt")]}]},
-    {"questions": [{"id": "q", "prompt": "p", "options": [_option(recommended=True)]}]},
-    {"questions": [{"id": "q", "prompt": "p", "required": True, "options": [_option()]}]},
-    {"questions": [{"id": "q", "prompt": "p", "type": "multi", "options": [_option()]}]},
-    {"questions": [{"id": "q", "prompt": "p", "options": [_option(), _option(value="v")]}]},
-    {"questions": [{"id": "q", "prompt": "p", "options": [_option()]}] * 2},
-    {"questions": ({"id": "q", "prompt": "p", "options": [_option()]},)},
-    {"questions": [{"id": "q", "prompt": "p", "options": (_option(),)}]},
-    {"questions": [{"id": "q", "prompt": "p", "options": [_option()], "x": [[]]}], "y": None},
-    {"background": None, "questions": [{"id": "q", "prompt": "p", "options": [_option()]}]},
-    {"questions": [{"id": "q", "prompt": "p", "type": "single ", "options": [_option()]}]},
-    {"questions": [{"id": "q", "prompt": "p", "options": [_option(label=None)]}]},
-    {"questions": [{"id": "q", "prompt": " ", "options": [_option()]}]},
-    {"questions": []},
-]
-
-
-@pytest.mark.parametrize("raw", EDGE_FORMS)
-@pytest.mark.parametrize("as_multi", [False, True])
-def test_plain_form_on_each_normalization_rule(raw: object, as_multi: bool) -> None:
-    fast = plain_form(raw, present_single_as_multi=as_multi)
-    if fast is not None:
-        assert fast == full(raw, as_multi)
-    try:
-        assert parse_form(raw, present_single_as_multi=as_multi) == full(raw, as_multi)
-    except InvalidForm as error:
-        assert error.kind == full(raw, as_multi)
-
+from pi_ask_core import COMPLETED, FlowHost, LocalEventBus
 
 # --- a submit envelope as a dict or as a dict subclass ------------------------------------------
 # A Python caller may hand the host a dict subclass: it must get the same acknowledgement and the
