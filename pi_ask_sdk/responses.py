@@ -27,7 +27,7 @@ from msgspec import UNSET
 from msgspec.structs import replace
 from typing_extensions import Self
 
-from pi_ask_core import AnswerResponse, CancelResponse, QuestionType, RemoteAnswer, ResultMode
+from pi_ask_core import AnswerResponse, CancelResponse, RemoteAnswer, ResultMode
 from pi_ask_core.answers import (
     AnswerProblem,
     QuestionIndex,
@@ -54,7 +54,6 @@ from .forms import (
     OptionView,
     QuestionId,
     QuestionView,
-    _OptionValue,
 )
 
 __all__ = [
@@ -84,12 +83,8 @@ class QuestionAnswer(msgspec.Struct, frozen=True, gc=False):
     option_notes: tuple[tuple[OptionValue, str], ...] = ()
 
     def to_wire(self) -> RemoteAnswer:
-        values = self.values
-        if self.custom_text is None and self.note is None and not self.option_notes:
-            # The common shape: values only (fewer keywords to parse).
-            return RemoteAnswer(values=_plain(values)) if values else _EMPTY
         return RemoteAnswer(
-            values=_plain(values) if values else UNSET,
+            values=_plain(self.values) if self.values else UNSET,
             custom_text=UNSET if self.custom_text is None else self.custom_text,
             note=UNSET if self.note is None else self.note,
             option_notes=_plain_notes(self.option_notes) if self.option_notes else UNSET,
@@ -100,31 +95,17 @@ class QuestionAnswer(msgspec.Struct, frozen=True, gc=False):
         return _builtins(self)
 
 
-_EMPTY: Final = RemoteAnswer()
-
-
-# Plain loops with no comprehension, map() or call per value: Python 3.11 makes a function for
-# each comprehension, and list(map(str, ...)) costs several times the str() calls it makes.
-
-
 def _plain(values: tuple[OptionValue, ...]) -> list[str]:
     """The values as plain strings (an ``OptionValue`` carries its question id)."""
-    plain = []
-    for value in values:
-        plain.append(str(value))
-    return plain
+    return [str(value) for value in values]
 
 
 def _plain_notes(notes: tuple[tuple[OptionValue, str], ...]) -> dict[str, str]:
-    plain = {}
-    for value, text in notes:
-        plain[str(value)] = text
-    return plain
+    return {str(value): text for value, text in notes}
 
 
 def _builtins(answer: QuestionAnswer) -> dict[str, object]:
-    """``QuestionAnswer.to_builtins``, as a function (``Answer.to_builtins`` calls it per
-    question without a method lookup), in ``RemoteAnswer``'s field order."""
+    """``QuestionAnswer.to_builtins``, in ``RemoteAnswer``'s field order."""
     entry: dict[str, object] = {}
     values = answer.values
     if values:
@@ -161,18 +142,13 @@ class Answer(msgspec.Struct, frozen=True, gc=False):
         return next((answer for qid, answer in self.answers if qid == question_id), None)
 
     def to_wire(self) -> AnswerResponse:
-        answers: dict[str, RemoteAnswer] = {}
-        for qid, answer in self.answers:  # a plain loop: cheaper than a comprehension for a few
-            answers[str(qid)] = answer.to_wire()
+        answers = {str(qid): answer.to_wire() for qid, answer in self.answers}
         return AnswerResponse(mode=self.mode, answers=answers)
 
     def to_builtins(self) -> dict[str, object]:
         """``msgspec.to_builtins(self.to_wire())``, built directly (what an in-process
         transport emits; ``tests/sdk/test_responses.py`` holds the two to the same result)."""
-        answers: dict[str, object] = {}
-        entry = _builtins
-        for qid, answer in self.answers:
-            answers[str(qid)] = entry(answer)
+        answers = {str(qid): answer.to_builtins() for qid, answer in self.answers}
         return {"kind": "answer", "mode": self.mode, "answers": answers}
 
 
@@ -223,14 +199,6 @@ def _rules(view: QuestionView) -> QuestionIndex:
 
 
 _SUBMIT: Final = "submit"
-
-# Per question type, an index with no id and no options, for the rules that read only the type
-# (P2-P3 ``check_values``, P5 ``check_custom_text``: both take the question id apart).
-_SHAPES: Final[dict[QuestionType, QuestionIndex]] = {
-    "single": QuestionIndex.of("", "single", {}),
-    "multi": QuestionIndex.of("", "multi", {}),
-    "preview": QuestionIndex.of("", "preview", {}),
-}
 
 
 class AnswerBuilder:
@@ -313,14 +281,9 @@ class AnswerBuilder:
 
     # --- the host's checks ---
     #
-    # A kept answer always passes every rule, so a call checks only the rules that involve what
-    # it changes, in the host's order, and only those that can fail: the JSON-type rules cannot
-    # (arguments are typed and checked); nor can P2-P3 for one value (the host skips them too);
-    # nor P9/P10 (unknown value, unknown option note) for a value this very question view
-    # handed out (own: its ``_question_id`` *is* the view's id object, which no other view
-    # shares), since a view hands out only its own option values. A value from anywhere else
-    # (another flow's view of the same form, a pickled copy) is checked. A call that raises
-    # changes nothing.
+    # A kept answer always passes every rule, so a call runs the host's rules that involve what
+    # it changes (pi_ask_core.answers), in the host's order. The JSON-type rules cannot fail
+    # (arguments are typed and checked). A call that raises changes nothing.
 
     @staticmethod
     def _refuse(view: QuestionView, problem: AnswerProblem) -> InvalidResponse:
@@ -338,39 +301,21 @@ class AnswerBuilder:
         ``duplicate_value``, ``too_many_values``, ``value_with_custom_text``, ``unknown_value``).
         """
         view = self._question("select", question)
-        qid = view.id
-        own = True  # every value was handed out by this very view (see "the host's checks")
-        for option in options:
-            if type(option) is not _OptionValue or option._question_id is not qid:
-                own = False
-                if type(option) is not _OptionValue or option._question_id != qid:
-                    value = self._value
-                    values = tuple([value("select", "options", view, o) for o in options])
-                    break
-        else:  # the common case: this question's own OptionValues (no call per value)
-            values = options  # type: ignore[assignment]  # all OptionValues, checked above
-        answers = self._answers
-        before = answers.get(qid)
-        if values and (
-            not own or len(values) > 1 or (before is not None and before.custom_text is not None)
-        ):
-            if own:
-                # Own values need only P2-P3 and P5, which read the question's type alone: an
-                # index of the type does, without building the option table (P9 cannot fail).
-                index: QuestionIndex = _SHAPES[view.type]
-                name: str = qid  # (formatted into a message as its plain text)
-            else:
-                index = _rules(view)
-                name = index.id
-            problem = check_values(name, values, index)
+        values = tuple([self._value("select", "options", view, option) for option in options])
+        before = self._answers.get(view.id)
+        if values:
+            index = _rules(view)
+            problem = check_values(index.id, values, index)
             if problem is None and before is not None:
-                problem = check_custom_text(name, before.custom_text, True, index)
-            if problem is None and not own:
+                problem = check_custom_text(index.id, before.custom_text, True, index)
+            if problem is None:
                 selections = check_selections(index.id, values, index)
                 problem = selections if isinstance(selections, AnswerProblem) else None
             if problem is not None:
                 raise self._refuse(view, problem)
-        answers[qid] = QuestionAnswer(values) if before is None else replace(before, values=values)
+        self._answers[view.id] = (
+            QuestionAnswer(values) if before is None else replace(before, values=values)
+        )
         return self
 
     def custom_text(self, question: QuestionView | QuestionId, text: str) -> Self:
@@ -393,8 +338,7 @@ class AnswerBuilder:
     def note(self, question: QuestionView | QuestionId, text: str) -> Self:
         """A note on the question (clarification context; in ``elaborate`` mode, a request)."""
         view = self._question("note", question)
-        if type(text) is not str and not isinstance(text, str):
-            raise InvalidArgument("note", "text", "a str", text)
+        text = self._checked_text("note", "text", text)
         note = None if is_blank(text) else text
         before = self._answers.get(view.id)
         self._answers[view.id] = (
@@ -408,14 +352,8 @@ class AnswerBuilder:
         """A note on one real option of the question, selected or not."""
         view = self._question("option_note", question)
         qid, answers = view.id, self._answers
-        if type(option) is _OptionValue and option._question_id is qid:
-            value: OptionValue = option
-            own = True  # handed out by this very view: P10 cannot fail (see "the host's checks")
-        else:
-            value = self._value("option_note", "option", view, option)
-            own = False
-        if type(text) is not str and not isinstance(text, str):
-            raise InvalidArgument("option_note", "text", "a str", text)
+        value = self._value("option_note", "option", view, option)
+        text = self._checked_text("option_note", "text", text)
         before = answers.get(qid)
         if is_blank(text):
             if before is not None and before.option_notes:
@@ -423,11 +361,10 @@ class AnswerBuilder:
                 if notes.pop(value, None) is not None:
                     answers[qid] = replace(before, option_notes=tuple(notes.items()))
             return self
-        if not own:
-            index = _rules(view)
-            problem = check_option_notes(index.id, {value: text}, index)
-            if isinstance(problem, AnswerProblem):
-                raise self._refuse(view, problem)
+        index = _rules(view)
+        problem = check_option_notes(index.id, {value: text}, index)
+        if isinstance(problem, AnswerProblem):
+            raise self._refuse(view, problem)
         if before is None:
             answers[qid] = QuestionAnswer(option_notes=((value, text),))
         elif not before.option_notes:
