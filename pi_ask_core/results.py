@@ -95,12 +95,6 @@ def is_committed(answer: AskResultAnswer) -> bool:
     return bool(answer.values or answer.labels or answer.indices or answer.custom_text is not UNSET)
 
 
-def _committed(answer: AcceptedAnswer) -> bool:
-    """``is_committed(serialize_answer(answer))``, read off the accepted answer (so an answer
-    need not be serialized to be judged): a selection or a custom text."""
-    return bool(answer.selections) or answer.custom_text is not None
-
-
 def summarize_question(question: AskQuestion) -> AskQuestionSummary:
     """A question as a result lists it (spec §5): its requested type, and the presented one
     when they differ."""
@@ -144,7 +138,7 @@ def _elaboration_items(
     accepted: AcceptedAnswer,
     serialized: AskResultAnswer,
 ) -> list[ElaborationItem]:
-    answered = _committed(accepted)
+    answered = is_committed(serialized)
     answer = serialized if answered else UNSET
     context = _question_context(question, summary)
     items = []
@@ -193,23 +187,13 @@ def build_result(
     A cancelled result always uses submit rules (§5.6) whatever ``mode`` says.
     """
     summaries = [summarize_question(question) for question in form.questions]
+    serialized = {qid: serialize_answer(answer) for qid, answer in answers.items()}
     if cancelled or mode == "submit":
-        # Kept unless empty: an answer serializes empty exactly when it is not committed and
-        # has no note (option notes are kept only for selected options).
-        kept = {
-            qid: serialize_answer(answer)
-            for qid, answer in answers.items()
-            if _committed(answer) or answer.note is not None
-        }
+        kept = {qid: answer for qid, answer in serialized.items() if not is_empty(answer)}
         return AskResult(
             title=form.title, cancelled=cancelled, mode="submit", questions=summaries, answers=kept
         )
-    serialized = {}
-    kept = {}
-    for qid, answer in answers.items():
-        serialized[qid] = serialized_answer = serialize_answer(answer)
-        if _committed(answer):
-            kept[qid] = serialized_answer
+    kept = {qid: answer for qid, answer in serialized.items() if is_committed(answer)}
     # One pass over the questions for the items and the continuation (both in form order).
     items: list[ElaborationItem] = []
     affected: list[str] = []
