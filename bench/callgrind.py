@@ -19,7 +19,11 @@ Workloads (each operation on a fresh 3-question form, GC on, as in bench/core.py
   flow, decoded from bytes;
 * ``sdk``: the SDK round trip of bench/sdk.py (``host.start``, ``client.flows()``,
   ``AnswerBuilder``, ``await client.respond``) over the in-process transport;
-* ``hand``: the same round trip written by hand on the bus (bench/sdk.py's floor).
+* ``hand``: the same round trip written by hand on the bus (bench/sdk.py's floor);
+* ``spec-core`` / ``spec-peer``: one case of bench/core.py's "open + valid submit" mix of the
+  spec's examples (open a form, then its first accepted submit, decoded from bytes), by the
+  core and by the plain-dict peer (bench/peer_host.py); ``spec-core-invalid`` /
+  ``spec-peer-invalid``: one of its refused submits on an open form.
 """
 
 from __future__ import annotations
@@ -35,7 +39,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
-WORKLOADS = ("core", "core-invalid", "sdk", "hand")
+WORKLOADS = (
+    "core",
+    "core-invalid",
+    "sdk",
+    "hand",
+    "spec-core",
+    "spec-peer",
+    "spec-core-invalid",
+    "spec-peer-invalid",
+)
 _COLLECTED = re.compile(r"^==\d+== Collected : (\d+)$", re.MULTILINE)
 
 
@@ -110,11 +123,33 @@ def _hand(ops: int) -> None:
     hand_round_trips(ops)
 
 
+def _spec(side: str, valid: bool) -> Callable[[int], None]:
+    def run(ops: int) -> None:
+        from core import Side, spec_cases
+
+        forms, valid_cases, invalid_cases = spec_cases()
+        implementation = Side(side, forms)
+        if valid:
+            calls = [implementation.open_and_submit(case) for case in valid_cases]
+        else:
+            for start in implementation.starts.values():
+                start()
+            calls = [implementation.submit(case) for case in invalid_cases]
+        for i in range(ops):
+            calls[i % len(calls)]()
+
+    return run
+
+
 RUN: dict[str, Callable[[int], None]] = {
     "core": _core,
     "core-invalid": _core_invalid,
     "sdk": _sdk,
     "hand": _hand,
+    "spec-core": _spec("core", True),
+    "spec-peer": _spec("peer", True),
+    "spec-core-invalid": _spec("core", False),
+    "spec-peer-invalid": _spec("peer", False),
 }
 
 
@@ -171,8 +206,13 @@ def main() -> int:
     for name in names:
         counts[name] = per_op(name, ops, base)
         print(f"  {name:13s} {counts[name]:12,.0f}")
-    if "sdk" in counts and "hand" in counts:
-        print(f"  sdk/hand ratio {counts['sdk'] / counts['hand']:.2f}x")
+    for ours, floor in (
+        ("sdk", "hand"),
+        ("spec-core", "spec-peer"),
+        ("spec-core-invalid", "spec-peer-invalid"),
+    ):
+        if ours in counts and floor in counts:
+            print(f"  {ours}/{floor} ratio {counts[ours] / counts[floor]:.2f}x")
     return 0
 
 
