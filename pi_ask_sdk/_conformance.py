@@ -12,7 +12,7 @@ import asyncio
 import inspect
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 import msgspec
 
@@ -33,11 +33,9 @@ from pi_ask_core import (
     decode_event,
 )
 
+from ._params import AskParams
 from .errors import ConnectionLost, TransportCheckFailed
 from .transports.base import DecodedJsonTransport, EndReason, Transport
-
-if TYPE_CHECKING:
-    from .testing import AskParams
 
 __all__ = ["CHECKS", "check_transport"]
 

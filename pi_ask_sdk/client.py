@@ -38,8 +38,9 @@ from pi_ask_core import (
     decode_event,
 )
 
-from ._pending import PendingSubmit, SubmitBook
+from ._pending import SubmitBook
 from ._streams import ClientStream, StreamEnd, StreamSet
+from ._waiter import PendingSubmit
 from .errors import (
     ClientNotOpen,
     ConnectionLost,

@@ -55,7 +55,7 @@ from pi_ask_core import AnswerRule, HostClosed, InvalidForm, PiAskError, SubmitR
 if TYPE_CHECKING:
     from pathlib import Path  # only annotations: pathlib costs milliseconds to import
 
-    from .transports.relay import RelayInfo
+    from ._relay_info import RelayInfo
 
 __all__ = [
     "AmbiguousRelay",

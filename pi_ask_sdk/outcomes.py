@@ -8,16 +8,14 @@ never reported as an answer or a cancel.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal, TypeAlias, final
+from typing import Literal, TypeAlias, final
 
 import msgspec
 
 from pi_ask_core import AskResult, FlowSource, SubmitErrorCode
 
+from ._waiter import PendingSubmit
 from .forms import FlowId, FlowView
-
-if TYPE_CHECKING:
-    from ._pending import PendingSubmit
 
 __all__ = [
     "BridgeEvent",
@@ -86,7 +84,7 @@ class SubmitTicket(msgspec.Struct, frozen=True):
     request_id: str
     flow_id: FlowId
     response_kind: Literal["answer", "cancel"]
-    _pending: PendingSubmit
+    _pending: PendingSubmit[FlowCompleted]
 
 
 @final

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 import msgspec
-from typing_extensions import Required, TypedDict
 
 from pi_ask_core import (
     CHANNELS,
@@ -38,7 +37,6 @@ from pi_ask_core import (
     FlowSource,
     Handler,
     LocalEventBus,
-    QuestionType,
     ResultMode,
     SubmitEvent,
     Unsubscribe,
@@ -46,6 +44,7 @@ from pi_ask_core import (
 from pi_ask_core import AskParams as AskParamsStruct
 
 from ._conformance import CHECKS, check_transport
+from ._params import AskParams, AskParamsOption, AskParamsQuestion
 from .client import BridgeClient
 from .errors import ConnectionLost, FlowMismatch, TransportCheckFailed
 from .forms import FlowView, QuestionId, _option_value, _question_id
@@ -78,45 +77,6 @@ class RecordedEvent:
 
     channel: str
     data: object
-
-
-# The functional syntax keeps ``Required`` visible at run time (``__required_keys__``) despite
-# ``from __future__ import annotations``.
-AskParamsOption = TypedDict(  # noqa: UP013
-    "AskParamsOption",
-    {
-        "value": Required[str],
-        "label": str,
-        "description": str,
-        "preview": str,
-        "previewFile": str,
-        "recommended": bool,
-    },
-    total=False,
-)
-"""One option of ``ask_user`` input (what the agent writes)."""
-
-AskParamsQuestion = TypedDict(  # noqa: UP013
-    "AskParamsQuestion",
-    {
-        "id": Required[str],
-        "label": str,
-        "prompt": Required[str],
-        "type": QuestionType,
-        "required": bool,
-        "options": Required[list[AskParamsOption]],
-    },
-    total=False,
-)
-"""One question of ``ask_user`` input."""
-
-AskParams = TypedDict(  # noqa: UP013
-    "AskParams",
-    {"title": str, "background": bool, "questions": Required[list[AskParamsQuestion]]},
-    total=False,
-)
-"""``ask_user`` tool input as a plain dict: what ``FakeHost.open`` takes (the same keys as the
-``pi_ask_wire.AskParams`` stub and the ``pi_ask_core.AskParams`` Struct; a test checks it)."""
 
 
 def unchecked_answer(

@@ -39,6 +39,7 @@ uid with mode 0600 (the relay's own rules); anything else raises ``UnsafeRelayPa
 
 from __future__ import annotations
 
+from pi_ask_sdk._relay_info import RelayInfo
 from pi_ask_sdk.errors import (
     AmbiguousRelay,
     NoRelayFound,
@@ -52,7 +53,6 @@ from pi_ask_sdk.errors import (
 
 from ._discovery import (
     MAX_SOCKET_PATH,
-    RelayInfo,
     check_relay_dir,
     check_relay_socket,
     discover_relays,

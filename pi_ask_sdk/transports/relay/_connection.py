@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import Final, Protocol
 
 import msgspec
 
@@ -22,9 +22,6 @@ from ._wire import (
     _SessionEnd,
 )
 
-if TYPE_CHECKING:
-    from ._transport import RelayTransport
-
 log: Final = logging.getLogger("pi_ask_sdk.relay")
 
 
@@ -38,6 +35,18 @@ _READ_SIZE: Final = 256 * 1024
 """Bytes one socket read may fill (asyncio's own per-read size)."""
 
 
+class _Owner(Protocol):
+    """What a connection hands its messages to (``RelayTransport``)."""
+
+    _foreign_results: bool
+
+    def _deliver(self, conn: _Protocol, channel: str, data: object, replay: bool) -> None: ...
+
+    def _session_end(self, conn: _Protocol, reason: str) -> None: ...
+
+    def _connection_lost(self, conn: _Protocol) -> None: ...
+
+
 class _Protocol(asyncio.BufferedProtocol):
     """One socket connection: frames lines, decodes envelopes, hands them to the transport.
 
@@ -46,7 +55,7 @@ class _Protocol(asyncio.BufferedProtocol):
     process whose allocator still maps blocks that big with ``mmap``, that is an mmap, an
     mremap, a munmap and a page fault per message, ~10-20 us of a relay round trip.)"""
 
-    def __init__(self, owner: RelayTransport, path: Path, max_line: int) -> None:
+    def __init__(self, owner: _Owner, path: Path, max_line: int) -> None:
         self.owner = owner
         self.path = path
         self.max_line = max_line

@@ -9,11 +9,11 @@ import socket
 import stat
 import tempfile
 from collections.abc import Callable, Container, Mapping
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Final
 
+from pi_ask_sdk._relay_info import RelayInfo
 from pi_ask_sdk.errors import (
     AmbiguousRelay,
     NoRelayFound,
@@ -37,19 +37,6 @@ def local_socket_pid(name: str) -> int | None:
     The one place that knows the pattern (the CLI's doctor and process listing use it too)."""
     match = _SOCKET_RE.match(name)
     return None if match is None else int(match.group(1))
-
-
-@dataclass(frozen=True, slots=True)
-class RelayInfo:
-    """A relay socket of a live Pi process.
-
-    ``forwarded`` marks a socket that forwards to a relay elsewhere (``ssh -L``), named
-    ``pi-<label>.sock``: its ``pid`` is 0 (unknown here) until a hello tells it.
-    """
-
-    pid: int
-    path: Path
-    forwarded: bool = False
 
 
 def relay_dir(env: Mapping[str, str] | None = None) -> Path:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Final, Literal
 
 from pi_ask_core import SubmitEvent
+from pi_ask_sdk._relay_info import RelayInfo
 from pi_ask_sdk.errors import (
     ConnectionLost,
     NoRelayFound,
@@ -22,7 +23,7 @@ from pi_ask_sdk.errors import (
 from pi_ask_sdk.transports.base import TransportListener
 
 from ._connection import _Protocol
-from ._discovery import MAX_SOCKET_PATH, RelayInfo, check_relay_socket, pid_alive, resolve_relay
+from ._discovery import MAX_SOCKET_PATH, check_relay_socket, pid_alive, resolve_relay
 from ._wire import DEFAULT_MAX_LINE_BYTES, RelayHello, encode_emit
 
 log: Final = logging.getLogger("pi_ask_sdk.relay")
