@@ -458,7 +458,7 @@ class FlowHost:
         not ``cleaned`` and the verdict would emit text that does not encode, nothing is
         applied and a cleaned copy is judged instead.
         """
-        if isinstance(data, msgspec.Struct):
+        if not isinstance(data, dict) and isinstance(data, msgspec.Struct):
             try:
                 data = msgspec.to_builtins(data)
             except (TypeError, ValueError, RecursionError):

@@ -63,10 +63,10 @@ def serialize_answer(answer: AcceptedAnswer) -> AskResultAnswer:
         labels.append(custom)
     notes = answer.option_notes
     # the non-empty notes of selected options
-    selected_notes = js_object(
-        (selection.value, notes[selection.value])
-        for selection in selections
-        if notes.get(selection.value)
+    selected_notes = (
+        js_object([(s.value, notes[s.value]) for s in selections if notes.get(s.value)])
+        if notes
+        else None
     )
     return AskResultAnswer(
         values=values,
