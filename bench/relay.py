@@ -31,7 +31,7 @@ process. One run prints:
   open forms: milliseconds from ``BridgeClient(RelayTransport(path))`` entering to the last of
   them taken from ``client.flows()``, median of several connections;
 * ``pi-ask try`` to the first live form, with the Pi cache warm: seconds from starting the
-  command to its "form ... opens" line (a bridge then connects and sees the form, untimed),
+  command to a bridge (connecting when the command prints the form's id) having the form,
   median of several runs;
 * as context, Pi cold start to the first RPC response with and without the relay loaded,
   several runs each (alternating, shared warm TMPDIR), medians.
@@ -297,8 +297,9 @@ def _lines(process: subprocess.Popen[bytes], deadline: float) -> Iterator[str]:
 
 
 def try_once(env: PiEnv, workdir: Path) -> float:
-    """Seconds from starting ``pi-ask try`` (Pi cached) to its live form; a bridge then checks
-    the form is there (untimed) and the command is stopped with Ctrl-C (SIGINT)."""
+    """Seconds from starting ``pi-ask try`` (Pi cached) to a bridge, connecting once the
+    command printed the form's id, having that form; then the command is stopped with Ctrl-C
+    (SIGINT)."""
     relays = workdir / "relay"
     relays.mkdir(mode=0o700, parents=True)
     environ = {**os.environ, "PI_ASK_PI_CACHE": str(PI_DIR), "PI_ASK_RELAY_DIR": str(relays)}
@@ -318,11 +319,11 @@ def try_once(env: PiEnv, workdir: Path) -> float:
             if found:
                 flow_id = found[1]
                 break
-        elapsed = time.perf_counter() - started
         if socket is None or flow_id is None:
             raise RuntimeError(f"pi-ask try ended (status {process.poll()}) without a live form")
-        asyncio.run(views_of(socket, [flow_id]))  # a bridge sees it: the form is live
-        return elapsed
+        # The line comes once Pi's model was prompted; the form is live once a bridge sees it.
+        asyncio.run(views_of(socket, [flow_id]))
+        return time.perf_counter() - started
     finally:
         process.send_signal(signal.SIGINT)
         try:
