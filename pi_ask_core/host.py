@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-
-# weakref.ref itself, without importing the weakref module (it costs more than it is worth here).
-from _weakref import ref as _weak_ref
+import weakref
 from collections.abc import Callable, Mapping
 from typing import Literal
 
@@ -365,7 +363,7 @@ class FlowHost:
         # flow, or whose entry an earlier flow's end removed (spec §3.6, example L5). Only their
         # handles reach them, so they are held weakly (by id): one lives as long as its caller
         # keeps the handle, and close() disposes those still alive.
-        self._detached: dict[int, _weak_ref[FlowHandle]] = {}
+        self._detached: dict[int, weakref.ref[FlowHandle]] = {}
         self._serial = 0
         self._unsubscribe: Callable[[], None] | None = bus.on(SUBMIT, self.handle_submit)
 
@@ -555,7 +553,7 @@ class FlowHost:
             # The handle died while open and unreachable: nothing can end it any more.
             detached.pop(key, None)
 
-        detached[key] = _weak_ref(handle, collected)
+        detached[key] = weakref.ref(handle, collected)
 
     def _emit_started(self, handle: FlowHandle) -> None:
         handle._created_at = self._clock()
