@@ -109,7 +109,7 @@ class OptionValue(str):
 @final
 class _OptionValue(OptionValue):
     # The question id in a slot, not an instance __dict__: a view makes a value per lookup, and
-    # a dict per value cost more than the str itself. Made by _option_value (or inline).
+    # a dict per value cost more than the str itself. Made by _option_value.
     __slots__ = ("_question_id",)
     _question_id: QuestionId
 
@@ -181,15 +181,13 @@ class OptionView(msgspec.Struct, frozen=True, gc=False):
 
     @classmethod
     def from_wire(cls, question_id: QuestionId, option: AskOption, position: int) -> OptionView:
-        # _display inline: this runs for every option of every started form.
-        description, preview = option.description, option.preview
         return cls(
             question_id=question_id,
             value=_option_value(option.value, question_id),
             label=DisplayText(option.label),
             position=position,
-            description=None if description is UNSET else DisplayText(description),
-            preview=None if preview is UNSET else DisplayText(preview),
+            description=_display(option.description),
+            preview=_display(option.preview),
             recommended=RECOMMENDED if option.recommended is True else None,
         )
 
@@ -264,9 +262,7 @@ class QuestionView(msgspec.Struct, frozen=True, dict=True):
         if isinstance(value, str):
             for option in self._wire:
                 if option.value == value:
-                    found = _OptionValue(option.value)  # _option_value() inline
-                    found._question_id = self.id
-                    return found
+                    return _option_value(option.value, self.id)
         raise self._unknown(value)
 
     def has_value(self, value: str) -> bool:
