@@ -20,7 +20,7 @@ from typing import Final
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from .answers import FormIndex
+from .answers import FormIndex, _is_object
 from .errors import InvalidForm
 from .js import WHITESPACE_RUN, is_blank, js_trim, js_upper_first
 from .protocol import (
@@ -84,7 +84,7 @@ def derive_label(value: str) -> str | None:
 
 def prepare_labels(raw: object) -> object:
     """Return ``raw`` with derived labels filled in; the caller's objects are never mutated."""
-    if not isinstance(raw, Mapping):
+    if not _is_object(raw):
         return raw
     prepared = dict(raw)
     questions = prepared.get("questions")
@@ -92,7 +92,7 @@ def prepare_labels(raw: object) -> object:
         return prepared
     new_questions: list[object] = []
     for question in questions:
-        if isinstance(question, Mapping) and isinstance(question.get("options"), list):
+        if _is_object(question) and isinstance(question.get("options"), list):
             question = dict(question)
             question["options"] = [_prepare_option(option) for option in question["options"]]
         new_questions.append(question)
@@ -101,7 +101,7 @@ def prepare_labels(raw: object) -> object:
 
 
 def _prepare_option(option: object) -> object:
-    if not isinstance(option, Mapping):
+    if not _is_object(option):
         return option
     label = option.get("label", UNSET)
     value = option.get("value")
@@ -130,7 +130,7 @@ def _json_type(value: object) -> str:
         return "string"
     if isinstance(value, (list, tuple)):
         return "array"
-    if isinstance(value, Mapping):
+    if _is_object(value):
         return "object"
     return type(value).__name__
 
@@ -139,7 +139,7 @@ _EXPECTED: Final = {str: "a string", bool: "a boolean"}
 
 
 def _check_fields(
-    obj: Mapping[object, object], fields: tuple[tuple[str, type], ...], prefix: str
+    obj: Mapping[str, object], fields: tuple[tuple[str, type], ...], prefix: str
 ) -> list[Issue]:
     issues = []
     for key, expected in fields:
@@ -155,7 +155,7 @@ def _check_fields(
 
 def check_structure(prepared: object) -> list[Issue]:
     """Issues for present values of the wrong JSON type (spec §2.1 step 2)."""
-    if not isinstance(prepared, Mapping):
+    if not _is_object(prepared):
         return [
             Issue(path="$", message=f"ask_user input must be an object, not {_json_type(prepared)}")
         ]
@@ -170,7 +170,7 @@ def check_structure(prepared: object) -> list[Issue]:
         return issues
     for i, question in enumerate(questions):
         qpath = f"questions[{i}]"
-        if not isinstance(question, Mapping):
+        if not _is_object(question):
             issues.append(
                 Issue(
                     path=qpath,
@@ -191,7 +191,7 @@ def check_structure(prepared: object) -> list[Issue]:
             continue
         for j, option in enumerate(options):
             opath = f"{qpath}.options[{j}]"
-            if not isinstance(option, Mapping):
+            if not _is_object(option):
                 issues.append(
                     Issue(
                         path=opath,
