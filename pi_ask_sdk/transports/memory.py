@@ -7,6 +7,7 @@ synchronous host (``FlowHost`` on ``LocalEventBus``) therefore acknowledges insi
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
 import msgspec
@@ -32,10 +33,18 @@ __all__ = ["MemoryTransport"]
 _HOST_CHANNELS = (STARTED, COMPLETED, SUBMIT_RESULT)
 
 
-# Per bus (by id), the transport whose submit is being emitted and that submit's ids, only while
-# it is: a synchronous host answers inside the emit, and only that transport may take the verdict
-# (two clients may use the same requestId), as the relay marks it "own" for one connection.
-_SENDING: dict[int, tuple[MemoryTransport, str, str]] = {}
+class _Sending(threading.local):
+    """Per bus (by id), the transport whose submit is being emitted and that submit's ids, only
+    while it is: a synchronous host answers inside the emit, and only that transport may take
+    the verdict (two clients may use the same requestId), as the relay marks it "own" for one
+    connection. The verdict comes on the emitting thread, so each thread has its own marks (two
+    threads emitting on one bus never see, nor restore, each other's)."""
+
+    def __init__(self) -> None:
+        self.by_bus: dict[int, tuple[MemoryTransport, str, str]] = {}
+
+
+_SENDING = _Sending()
 
 
 class MemoryTransport:
@@ -87,7 +96,7 @@ class MemoryTransport:
             listener = self._listener
             if listener is None:
                 return
-            sending = _SENDING.get(id(self._bus))
+            sending = _SENDING.by_bus.get(id(self._bus))
             # (The common case, no submit or our own being emitted, needs no decode.)
             if sending is not None and sending[0] is not self and _answers(data, sending):
                 return
@@ -110,16 +119,16 @@ class MemoryTransport:
     def _emit(self, payload: object, request_id: str, flow_id: str) -> None:
         if self._listener is None:
             raise ConnectionLost("disconnected", "the memory transport is not open")
-        key = id(self._bus)
-        outer = _SENDING.get(key)
-        _SENDING[key] = (self, request_id, flow_id)
+        marks, key = _SENDING.by_bus, id(self._bus)
+        outer = marks.get(key)
+        marks[key] = (self, request_id, flow_id)
         try:
             self._bus.emit(SUBMIT, payload)
         finally:
             if outer is None:
-                del _SENDING[key]
+                del marks[key]
             else:
-                _SENDING[key] = outer
+                marks[key] = outer
 
     async def close(self) -> None:
         self._listener = None

@@ -3,11 +3,15 @@ from the verdict on its own submit (issue 8, the in-process side of the relay's 
 
 from __future__ import annotations
 
+import asyncio
+import threading
+
 import pytest
 
-from pi_ask_core import SUBMIT, FlowHost, LocalEventBus
+from pi_ask_core import SUBMIT, SUBMIT_RESULT, FlowHost, LocalEventBus, SubmitAck
 from pi_ask_sdk import BridgeClient, Cancel, SubmitAccepted, SubmitTimedOut
 from pi_ask_sdk.transports import memory
+from pi_ask_sdk.transports.base import EndReason
 from pi_ask_sdk.transports.memory import MemoryTransport
 
 from .conftest import MULTI_FORM, TIMEOUT
@@ -58,4 +62,68 @@ async def test_nothing_is_kept_per_bus_once_its_submits_are_emitted() -> None:
         flow = await client.flows().next(timeout=TIMEOUT)
         outcome = await client.respond(flow, Cancel(flow.flow_id))
         assert isinstance(outcome, SubmitAccepted)
-        assert id(bus) not in memory._SENDING
+        assert id(bus) not in memory._SENDING.by_bus
+
+
+class Recorder:
+    """A transport listener that keeps the verdicts it is handed."""
+
+    def __init__(self) -> None:
+        self.verdicts: list[tuple[str, str]] = []
+
+    def message(self, channel: str, data: object, *, replay: bool = False) -> None:
+        if isinstance(data, SubmitAck):
+            self.verdicts.append((data.request_id, data.flow_id))
+
+    def ended(self, reason: EndReason) -> None:
+        pass
+
+
+def test_two_threads_emitting_on_one_bus_keep_their_own_marks() -> None:
+    """Thread B's submit is emitted first and its emit ends while the main thread's (A) is
+    still going: neither client takes the other's verdict (same requestId), and no mark is
+    left behind in either thread."""
+    bus = LocalEventBus()
+    b_inside, a_inside, b_done = threading.Event(), threading.Event(), threading.Event()
+
+    def host(data: object) -> None:  # answers inside the emit, in the order set up above
+        assert isinstance(data, dict)
+        if data["flowId"] == "tool:b":
+            b_inside.set()
+            assert a_inside.wait(TIMEOUT)
+        else:
+            a_inside.set()
+            assert b_done.wait(TIMEOUT)
+        bus.emit(SUBMIT_RESULT, SubmitAck(request_id=data["requestId"], flow_id=data["flowId"]))
+
+    bus.on(SUBMIT, host)
+    one, two = MemoryTransport(bus), MemoryTransport(bus)
+    heard_one, heard_two = Recorder(), Recorder()
+    asyncio.run(one.open(heard_one))
+    asyncio.run(two.open(heard_two))
+    left_in_b: list[int] = []
+
+    def submit(transport: MemoryTransport, flow_id: str) -> None:
+        payload = {"version": 1, "requestId": "same", "flowId": flow_id, "response": {}}
+        asyncio.run(transport.send_decoded(payload, "same", flow_id))
+
+    def in_b() -> None:
+        try:
+            submit(two, "tool:b")
+            left_in_b.append(len(memory._SENDING.by_bus))
+        finally:
+            b_done.set()
+
+    thread = threading.Thread(target=in_b)
+    thread.start()
+    try:
+        assert b_inside.wait(TIMEOUT)
+        submit(one, "tool:a")
+    finally:
+        a_inside.set()
+        thread.join(TIMEOUT)
+    assert not thread.is_alive()
+    assert heard_one.verdicts == [("same", "tool:a")]
+    assert heard_two.verdicts == [("same", "tool:b")]
+    assert left_in_b == [0]
+    assert id(bus) not in memory._SENDING.by_bus
