@@ -18,27 +18,43 @@ import asyncio
 import functools
 import sys
 from collections.abc import Callable
+from typing import TypeVar
 
 from typing_extensions import assert_never
 
-from pi_ask_sdk import AnswerBuilder, BridgeClient, Cancel, FlowView, QuestionView, Response
+from pi_ask_sdk import (
+    AnswerBuilder,
+    BridgeClient,
+    Cancel,
+    FlowView,
+    QuestionView,
+    Response,
+    SubmitAccepted,
+    SubmitLost,
+    SubmitNotSent,
+    SubmitRejected,
+    SubmitTimedOut,
+)
 from pi_ask_sdk.cli.prompting import in_daemon_thread, prompt_stdout
 from pi_ask_sdk.cli.text import echo
+
+F = TypeVar("F")  # one form: what ask() uses and returns belongs to the flow it was given
 
 Prompt = Callable[[str], str]
 Write = Callable[[str], None]
 
 
-def show(flow: FlowView, write: Write) -> None:
-    write(f"\n== {flow.title or 'Pi asks'} ({flow.flow_id})")
+def show(flow: FlowView[F], write: Write) -> None:
+    title = "Pi asks" if flow.title is None else flow.title.render()
+    write(f"\n== {title} ({flow.flow_id})")
     for question in flow.questions:
         write(f"{question.label}: {question.prompt}")
         for option in question.options:
-            star = f" ({option.recommended})" if option.recommended else ""
-            write(f"  {option.position}. {option.label}{star}")
+            badge = "" if option.badge is None else f" ({option.badge})"  # shown, never chosen by
+            write(f"  {option.position}. {option.label}{badge}")
 
 
-def pick(question: QuestionView, prompt: Prompt, write: Write) -> list[int] | None:
+def pick(question: QuestionView[F], prompt: Prompt, write: Write) -> list[int] | None:
     """Option numbers the person chose, or None for cancel."""
     many = "numbers, comma-separated" if question.multi else "a number"
     while True:
@@ -57,7 +73,9 @@ def pick(question: QuestionView, prompt: Prompt, write: Write) -> list[int] | No
         write(f"  choose {many} between 1 and {len(question.options)}")
 
 
-def ask(flow: FlowView, prompt: Prompt = prompt_stdout, write: Write = echo) -> Response:
+def ask(
+    flow: FlowView[F], prompt: Prompt = prompt_stdout, write: Write = echo
+) -> Response[F]:
     show(flow, write)
     builder = AnswerBuilder(flow)
     for question in flow.questions:
@@ -83,16 +101,17 @@ async def serve(
         # Ctrl-C ends the program at once (asyncio.to_thread's worker would be waited for).
         response = await in_daemon_thread(functools.partial(ask, flow, prompt, write))
         outcome = await client.respond(flow, response, timeout=10)
-        match outcome.kind:
-            case "accepted":
+        match outcome:
+            case SubmitAccepted():
                 accepted += 1
                 write("sent.")
-            case "rejected":
-                write(f"refused: {outcome.error}: {outcome.message}")
-            case "timed_out" | "lost":  # never an answer nor a cancel: say so
+            case SubmitRejected(error=error, message=message):
+                write(f"refused: {error}: {message}")
+            case SubmitTimedOut() | SubmitLost() | SubmitNotSent():
+                # never an answer nor a cancel: say so
                 write(f"not confirmed ({outcome.kind}); check the form in Pi.")
             case _:
-                assert_never(outcome.kind)
+                assert_never(outcome)
         handled += 1
         if limit is not None and handled >= limit:
             break

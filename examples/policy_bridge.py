@@ -15,9 +15,9 @@ import asyncio
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Generic, Literal, TypeVar
 
-from pi_ask_sdk import AnswerBuilder, BridgeClient, Cancel, FlowView, Response, SubmitOutcome
+from pi_ask_sdk import AnswerBuilder, BridgeClient, Cancel, FlowView, RespondOutcome, Response
 
 log = logging.getLogger("policy_bridge")
 
@@ -31,25 +31,25 @@ CI_RULES: Rules = {
 }
 
 
+F = TypeVar("F")  # one form: a decision holds only pieces of the flow it was made for
+
+
 @dataclass(frozen=True)
-class Answered:
-    response: Response
+class Answered(Generic[F]):
+    response: Response[F]
     kind: Literal["answered"] = "answered"
 
 
 @dataclass(frozen=True)
-class Refused:
+class Refused(Generic[F]):
     """No rule fits: the form is cancelled explicitly; ``reason`` says why."""
 
-    response: Response
+    response: Response[F]
     reason: str
     kind: Literal["refused"] = "refused"
 
 
-Decision = Answered | Refused
-
-
-def decide(flow: FlowView, rules: Rules) -> Decision:
+def decide(flow: FlowView[F], rules: Rules) -> Answered[F] | Refused[F]:
     """What the robot sends for ``flow``: explicit values, or an explicit cancel."""
     builder = AnswerBuilder(flow)
     for question in flow.questions:
@@ -71,9 +71,9 @@ def decide(flow: FlowView, rules: Rules) -> Decision:
 
 async def serve(
     client: BridgeClient, rules: Rules = CI_RULES, *, limit: int | None = None, timeout: float = 10
-) -> list[SubmitOutcome]:
+) -> list[RespondOutcome]:
     """Answer forms as they open (``limit`` of them, or forever); returns the outcomes."""
-    outcomes: list[SubmitOutcome] = []
+    outcomes: list[RespondOutcome] = []
     async for flow in client.flows():
         decision = decide(flow, rules)
         if decision.kind == "refused":
@@ -81,7 +81,7 @@ async def serve(
         outcome = await client.respond(flow, decision.response, timeout=timeout)
         if outcome.kind == "rejected":
             log.error("host refused our submit for %s: %s", flow.flow_id, outcome.message)
-        elif outcome.kind != "accepted":  # timed out or lost: neither an answer nor a cancel
+        elif outcome.kind != "accepted":  # timed out, lost, not sent: neither answer nor cancel
             log.error("no confirmation for %s (%s)", flow.flow_id, outcome.kind)
         outcomes.append(outcome)
         if limit is not None and len(outcomes) >= limit:

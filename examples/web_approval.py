@@ -1,6 +1,6 @@
 """A local web approval page: each open form, with the bridge's own buttons.
 
-The buttons are an explicit ``ApprovalMapping`` declared from each form's own values ("Approve"
+The buttons are an explicit ``ApprovalMapping`` declared for each form from its own values ("Approve"
 sends value ``yes`` of question ``deploy``, "Reject" sends ``no``, "Dismiss" cancels). A form it
 does not fit gets no buttons and is left to the person in Pi. Nothing is inferred from
 labels or button names. The page listens on 127.0.0.1 only, and every post must carry the
@@ -21,38 +21,45 @@ import threading
 from collections.abc import Callable
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TypeVar
 from urllib.parse import parse_qs
 
 from typing_extensions import assert_never
 
 from pi_ask_sdk import (
     ApprovalMapping,
-    BoundApproval,
     BridgeError,
     CancelFlow,
     FlowId,
     FlowView,
     SelectOption,
+    SubmitAccepted,
+    SubmitLost,
+    SubmitNotSent,
+    SubmitRejected,
+    SubmitTimedOut,
     SyncBridgeClient,
 )
 from pi_ask_sdk.transports.relay import discover
 
-Buttons = Callable[[FlowView], BoundApproval]
+F = TypeVar("F")  # one form: its buttons are declared from, and bound to, that form only
+
+Buttons = Callable[[FlowView], ApprovalMapping]
 """The buttons for one form; raises a ``BridgeError`` (e.g. ``UnknownQuestion``,
 ``UnknownOption``) for a form they do not fit."""
 
 
-def deploy_buttons(flow: FlowView) -> BoundApproval:
+def deploy_buttons(flow: FlowView[F]) -> ApprovalMapping[F]:
     """Approve / Reject / Dismiss for a form with a ``deploy`` question of values yes / no."""
     deploy = flow.question("deploy")
-    buttons = ApprovalMapping(
+    return ApprovalMapping(
+        flow,
         {
             "Approve": SelectOption(deploy.value("yes")),
             "Reject": SelectOption(deploy.value("no")),
             "Dismiss": CancelFlow(),
-        }
+        },
     )
-    return buttons.bind(flow)
 
 
 PAGE = """<!doctype html>
@@ -144,15 +151,15 @@ class ApprovalPage:
         except BridgeError as error:  # buttons that do not fit, a second press, ...
             self.status = f"{button} was not sent: {error}"
             return
-        match outcome.kind:
-            case "accepted":
+        match outcome:
+            case SubmitAccepted():
                 self.status = f"{button} sent for {flow_id}: accepted."
-            case "rejected":
-                self.status = f"{button} refused for {flow_id}: {outcome.error}: {outcome.message}"
-            case "timed_out" | "lost":
+            case SubmitRejected(error=code, message=message):
+                self.status = f"{button} refused for {flow_id}: {code}: {message}"
+            case SubmitTimedOut() | SubmitLost() | SubmitNotSent():
                 self.status = f"{button} for {flow_id} not confirmed ({outcome.kind}); check Pi."
             case _:
-                assert_never(outcome.kind)
+                assert_never(outcome)
 
     def render(self) -> str:
         flows = [self._render_flow(flow) for flow in self.client.open_flows.values()]
@@ -161,13 +168,13 @@ class ApprovalPage:
 
     def _render_flow(self, flow: FlowView) -> str:
         e = html.escape
-        title = flow.title.text if flow.title else "Pi asks"
+        title = "Pi asks" if flow.title is None else flow.title.render()
         parts = [f'<div class="flow" id="{e(flow.flow_id)}"><h2>{e(title)}</h2>']
         for question in flow.questions:
             options = ", ".join(
-                f"{e(o.label.text)} (<code>{e(o.value)}</code>)" for o in question.options
+                f"{e(o.label.render())} (<code>{e(o.value)}</code>)" for o in question.options
             )
-            parts.append(f"<p><b>{e(question.prompt.text)}</b><br>{options}</p>")
+            parts.append(f"<p><b>{e(question.prompt.render())}</b><br>{options}</p>")
         try:
             bound = self.buttons(flow)
         except BridgeError as error:
@@ -179,7 +186,7 @@ class ApprovalPage:
         parts.append("</div>")
         return "\n".join(parts)
 
-    def _buttons(self, flow: FlowView, bound: BoundApproval) -> str:
+    def _buttons(self, flow: FlowView, bound: ApprovalMapping) -> str:
         e = html.escape
         buttons = []
         for name in bound.buttons:

@@ -29,8 +29,9 @@ from .outcomes import FlowCompleted
 __all__ = ["Closed", "SubmitBook"]
 
 
-Closed: TypeAlias = PendingSubmit[FlowCompleted] | Literal["completed", "session_ended"]
-"""Why a flow cannot take a submit: accepted (waiting for ``completed``), completed, or gone."""
+Closed: TypeAlias = PendingSubmit[FlowCompleted] | Literal["answered", "completed", "session_ended"]
+"""Why a flow cannot take a submit: accepted (waiting for ``completed``), accepted and completed
+(``answered``: this client's own submit), completed otherwise, or gone."""
 
 
 class SubmitBook:
@@ -50,6 +51,8 @@ class SubmitBook:
             return
         if closed == "completed":
             raise FlowAlreadyCompleted(flow_id)
+        if closed == "answered":
+            raise FlowAlreadyAnswered(flow_id)
         if closed == "session_ended":
             raise ConnectionLost("session_ended", f'flow "{flow_id}" was dropped with its session')
         raise FlowAlreadyAnswered(flow_id)
@@ -101,8 +104,9 @@ class SubmitBook:
         flow_id = pending.flow_id
         if isinstance(ack, SubmitAck):
             pending.flow = open_flows.pop(flow_id, None)  # kept from acceptance to completion
-            if self.closed.get(flow_id) != "completed":
-                self.remember(flow_id, pending)
+            # Completed first (the reference order): the flow is answered, by this client.
+            done = self.closed.get(flow_id) == "completed"
+            self.remember(flow_id, "answered" if done else pending)
         elif ack.error == "flow_not_found":
             open_flows.pop(flow_id, None)
         pending.decide(ack)
@@ -110,12 +114,13 @@ class SubmitBook:
     def completed(self, flow_id: FlowId, completion: FlowCompleted) -> None:
         """Hand ``completion`` to every waiter of ``flow_id``, and remember it completed."""
         accepted = self.closed.get(flow_id)
+        ours = isinstance(accepted, PendingSubmit)
         if isinstance(accepted, PendingSubmit):
             accepted.complete(completion)
         for pending in self.pending.values():
             if pending.flow_id == flow_id:
                 pending.complete(completion)
-        self.remember(flow_id, "completed")
+        self.remember(flow_id, "answered" if ours or accepted == "answered" else "completed")
 
     def remember(self, flow_id: FlowId, closed: Closed) -> None:
         self.closed[flow_id] = closed

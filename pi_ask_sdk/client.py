@@ -50,20 +50,22 @@ from .errors import (
     TransportUnavailable,
     UnknownTicket,
 )
-from .forms import FlowId, FlowView
+from .forms import F, FlowId, FlowView
 from .outcomes import (
     BridgeEvent,
     FlowCompleted,
     FlowStarted,
     SessionEnded,
     SubmitAccepted,
+    RespondOutcome,
     SubmitLost,
+    SubmitNotSent,
     SubmitOutcome,
     SubmitRejected,
     SubmitTicket,
     SubmitTimedOut,
 )
-from .responses import Response
+from .responses import Response, UncheckedAnswer, check_pieces
 from .transports.base import DecodedJsonTransport, EndReason, Transport, TransportFactory
 
 __all__ = ["DEFAULT_TIMEOUT", "BridgeClient", "ClientStream"]
@@ -259,13 +261,17 @@ class BridgeClient:
     # --- submitting ---
 
     async def submit(
-        self, flow: FlowView, response: Response, *, request_id: str | None = None
+        self,
+        flow: FlowView[F],
+        response: Response[F] | UncheckedAnswer[F],
+        *,
+        request_id: str | None = None,
     ) -> SubmitTicket:
         """Send ``response`` for ``flow`` and return the ticket to ``await_result`` with.
 
         The waiter is armed before the submit is emitted (an in-process host acknowledges inside
-        the emit). Refused locally, with nothing sent: a response built for another flow
-        (``FlowMismatch``), a flow that already accepted a submit or completed
+        the emit). Refused locally, with nothing sent: a response, or any piece of an answer,
+        taken from another flow (``FlowMismatch``), a flow that already accepted a submit or completed
         (``FlowAlreadyAnswered`` / ``FlowAlreadyCompleted``), a flow dropped when the session
         ended (``ConnectionLost``). ``request_id`` defaults to a fresh random id:
         ``request_id_prefix``, ``-`` and 128 bits from the OS as 32 hex digits.
@@ -327,23 +333,23 @@ class BridgeClient:
 
     async def respond(
         self,
-        flow: FlowView,
-        response: Response,
+        flow: FlowView[F],
+        response: Response[F] | UncheckedAnswer[F],
         *,
         timeout: float = DEFAULT_TIMEOUT,
         request_id: str | None = None,
-    ) -> SubmitOutcome:
+    ) -> RespondOutcome:
         """``submit`` then ``await_result``: every outcome is a value. A flow that is already
         gone (its session ended, the connection dropped, or it completed meanwhile) is
-        ``SubmitLost`` with nothing sent. Raises only for programming errors: ``FlowMismatch``,
-        ``FlowAlreadyAnswered`` (this client's submit was already accepted),
-        ``InvalidRequestId``, ``ClientNotOpen``."""
+        ``SubmitNotSent``. Raises only for programming errors: ``FlowMismatch``,
+        ``FlowAlreadyAnswered`` (this client's own submit for the flow was accepted, before or
+        after the flow completed), ``InvalidRequestId``, ``ClientNotOpen``."""
         try:
             ticket = await self.submit(flow, response, request_id=request_id)
         except ConnectionLost as lost:
-            return SubmitLost(flow.flow_id, lost.reason)
+            return SubmitNotSent(flow.flow_id, lost.reason)
         except FlowAlreadyCompleted:
-            return SubmitLost(flow.flow_id, "flow_completed")
+            return SubmitNotSent(flow.flow_id, "flow_completed")
         # Settled inside the send (an in-process host): what await_result would return first,
         # without its coroutine. The ticket is this client's own.
         outcome = _settled(ticket)
@@ -351,12 +357,20 @@ class BridgeClient:
             return outcome
         return await self.await_result(ticket, timeout=timeout)
 
-    def _prepare(self, flow: FlowView, response: Response, request_id: str | None) -> SubmitTicket:
+    def _prepare(
+        self,
+        flow: FlowView[F],
+        response: Response[F] | UncheckedAnswer[F],
+        request_id: str | None,
+    ) -> SubmitTicket:
         """The checks made before sending, and the armed waiter's ticket."""
         self._require("submit")
         flow_id = flow.flow_id
-        if response.flow_id != flow_id:
-            raise FlowMismatch(flow_id, response.flow_id)
+        if type(response) is UncheckedAnswer:
+            if response.flow_id != flow_id:
+                raise FlowMismatch(flow_id, response.flow_id)
+        else:
+            check_pieces(flow_id, response)
         book = self._book
         book.refuse_closed(flow_id)
         rid = book.request_id(self._prefix, request_id)
@@ -405,7 +419,7 @@ class BridgeClient:
     def _completed(self, event: CompletedEvent) -> None:
         flow_id = FlowId(event.flow_id)
         accepted = self._book.closed.get(flow_id)
-        if accepted == "completed" and flow_id not in self._open:
+        if (accepted == "completed" or accepted == "answered") and flow_id not in self._open:
             # A flow completes once; a repeated event (a host or relay emitting it twice) is
             # not news. A re-announced flow id is a new form and clears this mark.
             log.debug("pi_ask_sdk: ignored a repeated completed event for %s", flow_id)
@@ -450,12 +464,12 @@ def _settled(ticket: SubmitTicket) -> SubmitOutcome | None:
     if verdict is None:
         return None
     if isinstance(verdict, str):
-        return SubmitLost(ticket.flow_id, verdict, ticket)
+        return SubmitLost(ticket, verdict)
     if not isinstance(verdict, SubmitAck):
         return SubmitRejected(ticket, verdict.error, verdict.message)
     completion = pending.ending
     if completion is None:
         return None
     if isinstance(completion, str):
-        return SubmitLost(ticket.flow_id, completion, ticket, acknowledged=True)
+        return SubmitLost(ticket, completion, acknowledged=True)
     return SubmitAccepted(ticket, completion)

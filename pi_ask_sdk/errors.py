@@ -8,9 +8,12 @@
         ├── UnknownQuestion            a question id the form does not have
         ├── UnknownOption              an option value the question does not have
         ├── InvalidResponse            an answer the host would refuse (nothing sent)
+        │   ├── InvalidSelection       by select()
+        │   ├── InvalidCustomText      by custom_text()
+        │   └── InvalidOptionNote      by option_note()
         ├── InvalidArgument            (also TypeError) an argument of the wrong type
         ├── ApprovalMappingError       an approval mapping that does not fit the form
-        ├── FlowMismatch               a response built for another flow
+        ├── FlowMismatch               a piece of one flow's form used for another flow
         ├── FlowClosed                 the flow can take no submit (nothing sent)
         │   ├── FlowAlreadyAnswered
         │   └── FlowAlreadyCompleted
@@ -50,7 +53,7 @@ import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Final, Literal
 
-from pi_ask_core import AnswerRule, HostClosed, InvalidForm, PiAskError, SubmitRefused
+from pi_ask_core import HostClosed, InvalidForm, PiAskError, SubmitRefused
 
 if TYPE_CHECKING:
     from pathlib import Path  # only annotations: pathlib costs milliseconds to import
@@ -66,16 +69,22 @@ __all__ = [
     "ClientNotOpen",
     "ConnectionLost",
     "ConnectionLostReason",
+    "CustomTextProblem",
     "FlowAlreadyAnswered",
     "FlowAlreadyCompleted",
     "FlowClosed",
     "FlowMismatch",
     "HostClosed",
     "InvalidArgument",
+    "InvalidCustomText",
+    "InvalidOptionNote",
     "InvalidForm",
     "InvalidRequestId",
     "InvalidResponse",
+    "InvalidSelection",
+    "MismatchedPiece",
     "NoRelayFound",
+    "OptionNoteProblem",
     "PiAskError",
     "PiFailed",
     "PiInstallProblem",
@@ -89,6 +98,7 @@ __all__ = [
     "StandinError",
     "StandinInUse",
     "StandinPathTooLong",
+    "SelectProblem",
     "SubmitRefused",
     "TransportCheckFailed",
     "TransportUnavailable",
@@ -120,9 +130,20 @@ BridgeErrorCode = Literal[
     "transport_check_failed",
 ]
 
-ResponseProblem = AnswerRule
+SelectProblem = Literal["duplicate_value", "too_many_values", "value_with_custom_text", "unknown_value"]
+"""The rules ``AnswerBuilder.select`` can break, in the host's order (``unknown_value`` only for
+a flow id the host re-announced with other options)."""
+CustomTextProblem = Literal["value_with_custom_text"]
+"""The rule ``AnswerBuilder.custom_text`` can break."""
+OptionNoteProblem = Literal["unknown_option_note"]
+"""The rule ``AnswerBuilder.option_note`` can break."""
+ResponseProblem = Literal[SelectProblem, CustomTextProblem, OptionNoteProblem]
 """Why a response builder refused an answer: the rule of ``pi_ask_core.answers`` that the host
-would refuse it with (as ``invalid_answer``), checked locally in the host's order."""
+would refuse it with (as ``invalid_answer``), checked locally in the host's order. Only the rules
+a typed builder can break: the JSON-shape rules of ``pi_ask_core.AnswerRule`` cannot occur."""
+
+MismatchedPiece = Literal["response", "answer", "question", "question id", "option value", "approval mapping"]
+"""What ``FlowMismatch`` found taken from another flow."""
 
 ApprovalProblem = Literal["question_not_in_form", "value_not_in_question", "unknown_button"]
 ConnectionLostReason = Literal["session_ended", "disconnected", "closed"]
@@ -173,17 +194,48 @@ class InvalidResponse(BridgeError):
     """An answer the host would refuse as ``invalid_answer`` (spec §4.3), caught before sending.
 
     ``problem`` is the rule the host would apply and ``host_message`` the message it would send
-    (both from ``pi_ask_core.answers``, the host's own checks).
+    (both from ``pi_ask_core.answers``, the host's own checks). Each builder call raises its own
+    subclass, whose ``problem`` lists only the rules that call can break: ``InvalidSelection``
+    (``select``), ``InvalidCustomText`` (``custom_text``), ``InvalidOptionNote``
+    (``option_note``).
     """
 
     code: Literal["invalid_response"] = "invalid_response"
     host_error: Literal["invalid_answer"] = "invalid_answer"
+    problem: ResponseProblem
 
     def __init__(self, question_id: str, problem: ResponseProblem, message: str) -> None:
         self.question_id = question_id
-        self.problem: ResponseProblem = problem
+        self.problem = problem
         self.host_message = message
         super().__init__(f"{message} (rule {problem}; nothing was sent)")
+
+
+class InvalidSelection(InvalidResponse):
+    """``AnswerBuilder.select`` made an answer the host would refuse."""
+
+    problem: SelectProblem
+
+    def __init__(self, question_id: str, problem: SelectProblem, message: str) -> None:
+        super().__init__(question_id, problem, message)
+
+
+class InvalidCustomText(InvalidResponse):
+    """``AnswerBuilder.custom_text`` made an answer the host would refuse."""
+
+    problem: CustomTextProblem
+
+    def __init__(self, question_id: str, problem: CustomTextProblem, message: str) -> None:
+        super().__init__(question_id, problem, message)
+
+
+class InvalidOptionNote(InvalidResponse):
+    """``AnswerBuilder.option_note`` named no option value of its question."""
+
+    problem: OptionNoteProblem
+
+    def __init__(self, question_id: str, problem: OptionNoteProblem, message: str) -> None:
+        super().__init__(question_id, problem, message)
 
 
 class InvalidArgument(BridgeError, TypeError):
@@ -246,16 +298,24 @@ class ApprovalMappingError(BridgeError):
 
 
 class FlowMismatch(BridgeError):
-    """A response built from one flow's form was submitted for another flow."""
+    """A piece of one flow's form (a response, an answer, a question id, an option value, an
+    approval mapping) was used for another flow; refused before anything is sent.
+
+    ``flow_id`` is the flow it was used for, ``other_flow_id`` the flow it was taken from and
+    ``piece`` what it was.
+    """
 
     code: Literal["flow_mismatch"] = "flow_mismatch"
 
-    def __init__(self, flow_id: str, response_flow_id: str) -> None:
+    def __init__(
+        self, flow_id: str, other_flow_id: str, piece: MismatchedPiece = "response"
+    ) -> None:
         self.flow_id = flow_id
-        self.response_flow_id = response_flow_id
+        self.other_flow_id = other_flow_id
+        self.piece: MismatchedPiece = piece
         super().__init__(
-            f'The response was built for flow "{response_flow_id}", not for flow "{flow_id}"; '
-            "build it from the form you submit to."
+            f'The {piece} was taken from flow "{other_flow_id}", not from flow "{flow_id}"; '
+            "build it from the form you submit to (nothing was sent)."
         )
 
 

@@ -7,10 +7,17 @@ What a bridge may send and what it may only show have different types:
   only from a started form's views (``question.value("no")``, ``option.value``,
   ``question.id``). A response builder accepts nothing else, so a label or any other string
   never reaches the host as a value.
-* Labels, prompts, titles, descriptions, previews and the recommendation marker are
-  ``DisplayText``, which is not a ``str``: ``label == "Yes"`` is a mypy ``comparison-overlap``
-  error, and a label cannot be passed where a value or id is wanted. Render it with ``str()``
-  or ``.text``. Nothing a builder accepts can be obtained from a ``DisplayText``.
+* Labels, prompts, titles, descriptions, previews and the ``badge`` are ``DisplayText``, which
+  is not a ``str`` and cannot be constructed by a bridge: ``label == "Yes"`` is a mypy
+  ``comparison-overlap`` error, ``DisplayText("Yes")`` a mypy ``abstract`` error (and a
+  ``TypeError``), and a label cannot be passed where a value or id is wanted. Render it with an
+  f-string, ``str()`` or ``.render()``. Nothing a builder accepts can be obtained from one.
+* Every piece of a form knows its flow: a ``QuestionId`` its ``flow_id``, an ``OptionValue`` its
+  question (``question_id.flow_id``). The views, values, ids and what is built from them are
+  generic in a *flow parameter* ``F`` (``FlowView[F]``, ``OptionValue[F]``, ``Answer[F]``...):
+  a handler written generic in ``F`` cannot mix two forms under mypy, and at run time a piece
+  of another flow is refused with ``FlowMismatch`` (naming both flows) before anything is sent.
+  Unparameterised, ``FlowView`` means ``FlowView[AnyFlow]`` (what a client hands out).
 
 Lookups are by exact value/id; labels never match.
 """
@@ -18,16 +25,18 @@ Lookups are by exact value/id; labels never match.
 from __future__ import annotations
 
 import abc
-from typing import TYPE_CHECKING, Final, NewType, final
+from typing import TYPE_CHECKING, Final, Generic, NewType, final
 
 import msgspec
 from msgspec import UNSET, UnsetType
+from typing_extensions import TypeVar
 
 from pi_ask_core import AskOption, AskQuestion, FlowSource, QuestionType, StartedEvent
 
-from .errors import UnknownOption, UnknownQuestion
+from .errors import FlowMismatch, UnknownOption, UnknownQuestion
 
 __all__ = [
+    "AnyFlow",
     "DisplayText",
     "FlowId",
     "FlowView",
@@ -42,10 +51,27 @@ FlowId = NewType("FlowId", str)
 ``FlowView`` a response was built from, so a made-up one is refused before sending)."""
 
 
-class QuestionId(str):
+@final
+class AnyFlow:
+    """The flow parameter of the views a client hands out: *some* started flow.
+
+    ``FlowView`` unparameterised is ``FlowView[AnyFlow]``. Write a per-flow handler generic in
+    its own parameter (``F = TypeVar("F")``, ``def answer(flow: FlowView[F]) -> Answer[F]``) and
+    mypy keeps every piece it uses with that one form. Never instantiated.
+    """
+
+    def __init__(self) -> None:
+        raise TypeError("AnyFlow is a type parameter, never a value")
+
+
+F = TypeVar("F", default=AnyFlow)
+
+
+class QuestionId(str, Generic[F]):
     """A question ``id`` of a started form (the keys of an answer); a ``str`` at run time.
 
     Obtained only from a form (``question.id``); ``QuestionId("deploy")`` is a type error.
+    ``flow_id`` is the flow it was taken from (a builder of another flow refuses it).
     """
 
     __slots__ = ()
@@ -63,25 +89,36 @@ class QuestionId(str):
         if cls.__module__ != __name__:
             raise TypeError("QuestionId cannot be subclassed")
 
+    @property
     @abc.abstractmethod
-    def _from_form(self) -> None:
-        """Marks the type abstract for type checkers: only this module makes instances."""
+    def flow_id(self) -> FlowId:
+        """The flow this id was taken from."""
 
 
 @final
-class _QuestionId(QuestionId):
-    __slots__ = ()
+class _QuestionId(QuestionId[F]):
+    # The flow id in a slot (as _OptionValue keeps its question): made by _question_id.
+    __slots__ = ("_flow_id",)
+    _flow_id: FlowId
 
-    def _from_form(self) -> None:
-        return None
+    @property
+    def flow_id(self) -> FlowId:
+        return self._flow_id
+
+    def __repr__(self) -> str:
+        return f"QuestionId({str(self)!r}, flow_id={self._flow_id!r})"
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_question_id, (str(self), self._flow_id))
 
 
-class OptionValue(str):
+class OptionValue(str, Generic[F]):
     """An option ``value`` of a started form: the only thing a bridge may send to select it.
 
     A ``str`` at run time (compare it, log it, use it as a key), but obtained only from a form
     (``question.value("no")``, ``option.value``, ``question.values``): ``OptionValue("x")`` is a
-    type error (and a ``TypeError``). ``question_id`` is the question it belongs to.
+    type error (and a ``TypeError``). ``question_id`` is the question it belongs to (and
+    ``question_id.flow_id`` its flow).
     """
 
     __slots__ = ()
@@ -102,20 +139,23 @@ class OptionValue(str):
 
     @property
     @abc.abstractmethod
-    def question_id(self) -> QuestionId:
+    def question_id(self) -> QuestionId[F]:
         """The question this value belongs to."""
 
 
 @final
-class _OptionValue(OptionValue):
+class _OptionValue(OptionValue[F]):
     # The question id in a slot, not an instance __dict__: a view makes a value per lookup, and
     # a dict per value cost more than the str itself. Made by _option_value.
     __slots__ = ("_question_id",)
-    _question_id: QuestionId
+    _question_id: QuestionId[F]
 
     @property
-    def question_id(self) -> QuestionId:
+    def question_id(self) -> QuestionId[F]:
         return self._question_id
+
+    def __repr__(self) -> str:
+        return f"OptionValue({str(self)!r}, question_id={str(self._question_id)!r})"
 
     def __reduce__(self) -> tuple[object, ...]:
         return (_option_value, (str(self), self._question_id))
@@ -126,112 +166,155 @@ RULES: Final = "_rules"
 _OPTIONS: Final = "_options"
 
 
-def _question_id(text: str) -> QuestionId:
-    return _QuestionId(text)
+def _question_id(text: str, flow_id: FlowId) -> _QuestionId[F]:
+    """The question id ``text`` of the flow ``flow_id``."""
+    question_id: _QuestionId[F] = _QuestionId(text)
+    question_id._flow_id = flow_id
+    return question_id
 
 
-def _option_value(text: str, question_id: QuestionId) -> _OptionValue:
+def _option_value(text: str, question_id: QuestionId[F]) -> _OptionValue[F]:
     """The value ``text`` of the question ``question_id``."""
-    value = _OptionValue(text)
+    value: _OptionValue[F] = _OptionValue(text)
     value._question_id = question_id
     return value
+
+
+def _foreign(flow_id: FlowId, question_id: object) -> FlowId | None:
+    """The flow ``question_id`` was taken from when it is not ``flow_id`` (else ``None``)."""
+    other: FlowId | None = getattr(question_id, "_flow_id", None)
+    return None if other is None or other == flow_id else other
 
 
 # The views, responses and events below are ``gc=False``: immutable trees of strings, tuples and
 # one another, they can never be part of a reference cycle, and a bridge makes dozens per form.
 
 
-@final
 class DisplayText(msgspec.Struct, frozen=True, gc=False):
-    """Text for display only (a label, prompt, title, description, preview or marker).
+    """Text for display only (a label, prompt, title, description, preview or badge).
 
-    Not a ``str``, so it can never be compared with a string or passed as a value under mypy
-    ``--strict``; ``str(text)``, ``text.text`` and f-strings render it.
+    Not a ``str`` and made only by the SDK (``DisplayText("Yes")`` is a mypy ``abstract`` error
+    and a ``TypeError``), so under mypy ``--strict`` it can never be compared with a string
+    (``comparison-overlap``) or passed as a value. Display it with an f-string, ``str()`` or
+    ``render()``; two display texts compare equal when their text is. Choosing goes through
+    option values only (``question.value("yes")``), never through what is shown.
     """
 
-    text: str
+    _text: str
+
+    def __post_init__(self) -> None:
+        if type(self) is DisplayText:
+            raise TypeError(
+                "DisplayText cannot be constructed: it is the text a form shows; choose by "
+                'option value (question.value("..."))'
+            )
+
+    @abc.abstractmethod
+    def _from_form(self) -> None:
+        """Marks the type abstract for type checkers: only this module makes instances."""
+
+    def render(self) -> str:
+        """The text, for display (an HTML page, a terminal, a chat message)."""
+        return self._text
 
     def __str__(self) -> str:
-        return self.text
+        return self._text
 
     def __format__(self, spec: str) -> str:
-        return format(self.text, spec)
+        return format(self._text, spec)
+
+    def __repr__(self) -> str:
+        return f"DisplayText({self._text!r})"
+
+
+@final
+class _DisplayText(DisplayText, frozen=True, gc=False):
+    def _from_form(self) -> None:
+        return None
 
 
 def _display(value: str | UnsetType) -> DisplayText | None:
-    return None if isinstance(value, UnsetType) else DisplayText(value)
+    return None if isinstance(value, UnsetType) else _DisplayText(value)
 
 
-RECOMMENDED: DisplayText = DisplayText("recommended")
+RECOMMENDED: Final[DisplayText] = _DisplayText("recommended")
+"""The ``badge`` of an option the agent marked ``recommended`` (internal)."""
 
 
-class OptionView(msgspec.Struct, frozen=True, gc=False):
+class OptionView(msgspec.Struct, Generic[F], frozen=True, gc=False):
     """One option of a question. Only ``value`` is ever sent; the rest is for display."""
 
-    question_id: QuestionId
-    value: OptionValue
+    question_id: QuestionId[F]
+    value: OptionValue[F]
     label: DisplayText
     position: int
     """1-based position in the question, as reported in result ``indices``."""
     description: DisplayText | None = None
     preview: DisplayText | None = None
-    recommended: DisplayText | None = None
-    """``DisplayText("recommended")`` for an option the agent marked ``recommended``, else
-    ``None``. Presentation only: it never changes what is sent, nor implies approval."""
+    badge: DisplayText | None = None
+    """What to show beside the label: ``recommended`` for an option the agent marked so, else
+    ``None``. Presentation for the person choosing: it never changes what is sent, implies
+    no approval, and no part of the SDK selects by it."""
 
     @classmethod
-    def from_wire(cls, question_id: QuestionId, option: AskOption, position: int) -> OptionView:
+    def from_wire(
+        cls, question_id: QuestionId[F], option: AskOption, position: int
+    ) -> OptionView[F]:
         return cls(
             question_id=question_id,
             value=_option_value(option.value, question_id),
-            label=DisplayText(option.label),
+            label=_DisplayText(option.label),
             position=position,
             description=_display(option.description),
             preview=_display(option.preview),
-            recommended=RECOMMENDED if option.recommended is True else None,
+            badge=RECOMMENDED if option.recommended is True else None,
         )
 
 
-class QuestionView(msgspec.Struct, frozen=True, dict=True):
+class QuestionView(msgspec.Struct, Generic[F], frozen=True, dict=True):
     """One question of a started form.
 
     ``type`` is what the host validates answers against (``multi`` takes several values;
     ``single`` and ``preview`` at most one); ``requested_type`` is what the agent asked for.
     """
 
-    id: QuestionId
+    id: QuestionId[F]
     label: DisplayText
     prompt: DisplayText
     type: QuestionType
     requested_type: QuestionType
     required: bool
-    _wire: tuple[AskOption, ...]
-    # The started event's own (immutable) options. ``options`` (the ``OptionView``s) and the
+    _wire: AskQuestion
+    # The started event's own (immutable) question. ``options`` (the ``OptionView``s) and the
     # host's lookup table (``RULES``, what ``AnswerBuilder`` checks answers against) are made
-    # from them on first use and kept in ``__dict__`` (``dict=True``; not fields, so never
-    # compared or encoded): a bridge that only answers never pays for views of every option.
+    # from its options on first use and kept in ``__dict__`` (``dict=True``; not fields, so
+    # never compared or encoded): a bridge that only answers never pays for views of every
+    # option. ``pi_ask_sdk.to_json`` writes it back as it came.
 
     @classmethod
-    def from_wire(cls, question: AskQuestion) -> QuestionView:
+    def from_wire(cls, question: AskQuestion, flow_id: FlowId) -> QuestionView[F]:
         return cls(
-            _QuestionId(question.id),
-            DisplayText(question.label),
-            DisplayText(question.prompt),
+            _question_id(question.id, flow_id),
+            _DisplayText(question.label),
+            _DisplayText(question.prompt),
             question.type,
             question.requested,
             question.required,
-            tuple(question.options),
+            question,
         )
 
     @property
-    def options(self) -> tuple[OptionView, ...]:
+    def options(self) -> tuple[OptionView[F], ...]:
         """The options, in the form's order."""
         cache = self.__dict__
-        options: tuple[OptionView, ...] | None = cache.get(_OPTIONS)
+        options: tuple[OptionView[F], ...] | None = cache.get(_OPTIONS)
         if options is None:
             qid, from_wire = self.id, OptionView.from_wire
             options = cache[_OPTIONS] = tuple(
-                [from_wire(qid, option, position) for position, option in enumerate(self._wire, 1)]
+                [
+                    from_wire(qid, option, position)
+                    for position, option in enumerate(self._wire.options, 1)
+                ]
             )
         return options
 
@@ -241,10 +324,10 @@ class QuestionView(msgspec.Struct, frozen=True, dict=True):
         return self.type == "multi"
 
     @property
-    def values(self) -> tuple[OptionValue, ...]:
+    def values(self) -> tuple[OptionValue[F], ...]:
         return tuple(option.value for option in self.options)
 
-    def option(self, value: str) -> OptionView:
+    def option(self, value: str) -> OptionView[F]:
         """The option whose *value* is exactly ``value``; raises ``UnknownOption`` otherwise.
 
         A label never matches, even when no option has that value.
@@ -256,21 +339,21 @@ class QuestionView(msgspec.Struct, frozen=True, dict=True):
                     return option
         raise self._unknown(value)
 
-    def value(self, value: str) -> OptionValue:
+    def value(self, value: str) -> OptionValue[F]:
         """This question's ``OptionValue`` that is exactly ``value``; ``UnknownOption`` if none."""
         # From the wire options: no OptionView is made for a value looked up by name.
         if isinstance(value, str):
-            for option in self._wire:
+            for option in self._wire.options:
                 if option.value == value:
                     return _option_value(option.value, self.id)
         raise self._unknown(value)
 
     def has_value(self, value: str) -> bool:
-        return any(option.value == value for option in self._wire)
+        return any(option.value == value for option in self._wire.options)
 
     def _unknown(self, value: object) -> UnknownOption:
         # A label passed by mistake is named by its text (as the bridge shows it), not its repr.
-        shown = value.text if isinstance(value, DisplayText) else value
+        shown = value.render() if isinstance(value, DisplayText) else value
         return UnknownOption(self.id, shown if isinstance(shown, str) else repr(shown), self.values)
 
     def __repr__(self) -> str:
@@ -281,7 +364,7 @@ class QuestionView(msgspec.Struct, frozen=True, dict=True):
         )
 
 
-class FlowView(msgspec.Struct, frozen=True, gc=False):
+class FlowView(msgspec.Struct, Generic[F], frozen=True, gc=False):
     """A started form, as a bridge sees it.
 
     ``replay`` is true when the transport announced a form that was already open when the
@@ -293,28 +376,45 @@ class FlowView(msgspec.Struct, frozen=True, gc=False):
     source: FlowSource
     title: DisplayText | None
     created_at: float
-    questions: tuple[QuestionView, ...]
+    questions: tuple[QuestionView[F], ...]
     replay: bool = False
 
     @classmethod
-    def from_started(cls, event: StartedEvent, *, replay: bool = False) -> FlowView:
+    def from_started(cls, event: StartedEvent, *, replay: bool = False) -> FlowView[F]:
         tool_call_id, title = event.tool_call_id, event.title
+        flow_id = FlowId(event.flow_id)
+        from_wire = QuestionView.from_wire
         return cls(
-            FlowId(event.flow_id),
+            flow_id,
             None if tool_call_id is UNSET else tool_call_id,
             event.source,
-            None if title is UNSET else DisplayText(title),
+            None if title is UNSET else _DisplayText(title),
             event.created_at,
-            tuple(QuestionView.from_wire(question) for question in event.questions),
+            tuple([from_wire(question, flow_id) for question in event.questions]),
             replay,
         )
 
+    def to_started(self) -> StartedEvent:
+        """The ``started`` event this view was made from (what ``to_json`` writes)."""
+        return StartedEvent(
+            flow_id=self.flow_id,
+            tool_call_id=UNSET if self.tool_call_id is None else self.tool_call_id,
+            source=self.source,
+            title=UNSET if self.title is None else self.title.render(),
+            questions=[question._wire for question in self.questions],
+            created_at=self.created_at,
+        )
+
     @property
-    def question_ids(self) -> tuple[QuestionId, ...]:
+    def question_ids(self) -> tuple[QuestionId[F], ...]:
         return tuple(question.id for question in self.questions)
 
-    def question(self, question_id: str) -> QuestionView:
-        """The question with exactly this id; raises ``UnknownQuestion`` naming it otherwise."""
+    def question(self, question_id: str) -> QuestionView[F]:
+        """The question with exactly this id; raises ``UnknownQuestion`` naming it otherwise,
+        and ``FlowMismatch`` for a ``QuestionId`` taken from another flow."""
+        other = _foreign(self.flow_id, question_id)
+        if other is not None:
+            raise FlowMismatch(self.flow_id, other, "question id")
         for question in self.questions:
             if question.id == question_id:
                 return question
@@ -323,7 +423,7 @@ class FlowView(msgspec.Struct, frozen=True, gc=False):
     def has_question(self, question_id: str) -> bool:
         return any(question.id == question_id for question in self.questions)
 
-    def same_form(self, other: FlowView) -> bool:
+    def same_form(self, other: FlowView[F]) -> bool:
         """Same flow and same form, ignoring ``created_at`` and ``replay``."""
         return (
             self.flow_id == other.flow_id

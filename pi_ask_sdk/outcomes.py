@@ -2,38 +2,61 @@
 
 Both are closed, tagged unions (``kind``), so a ``match`` with ``assert_never`` proves every case
 is handled: ``SubmitOutcome = SubmitAccepted | SubmitRejected | SubmitTimedOut | SubmitLost``
-and ``BridgeEvent = FlowStarted | FlowCompleted | SessionEnded``. A timed-out or lost submit is
-never reported as an answer or a cancel.
+(what ``await_result`` returns), ``RespondOutcome = SubmitOutcome | SubmitNotSent`` (what
+``respond`` returns) and ``BridgeEvent = FlowStarted | FlowCompleted | SessionEnded``. A
+timed-out, lost or unsent submit is never reported as an answer or a cancel.
+
+An outcome has no truth value: ``if outcome:`` / ``assert outcome`` raise ``TypeError`` at run
+time, and are a mypy ``truthy-bool`` error with ``enable_error_code = truthy-bool`` (the
+configuration docs/bridges.md recommends). Match it.
 """
 
 from __future__ import annotations
 
-from typing import Literal, TypeAlias, final
+from typing import TYPE_CHECKING, Literal, NoReturn, TypeAlias, final
 
 import msgspec
 
 from pi_ask_core import AskResult, FlowSource, SubmitErrorCode
 
 from ._waiter import PendingSubmit
+from .errors import ConnectionLostReason
 from .forms import FlowId, FlowView
 
 __all__ = [
     "BridgeEvent",
     "FlowCompleted",
     "FlowStarted",
-    "LostReason",
+    "NotSentReason",
+    "RespondOutcome",
     "SessionEnded",
     "SubmitAccepted",
     "SubmitLost",
+    "SubmitNotSent",
     "SubmitOutcome",
     "SubmitRejected",
     "SubmitTicket",
     "SubmitTimedOut",
 ]
 
-LostReason = Literal["session_ended", "disconnected", "closed", "flow_completed"]
-"""Why a submit was lost: the session ended, the connection dropped, the client was closed, or
-(with nothing sent) the flow had already completed, e.g. answered in Pi meanwhile."""
+NotSentReason = Literal["session_ended", "disconnected", "closed", "flow_completed"]
+"""Why ``respond`` sent nothing: the session ended, the connection dropped, the client was
+closed, or the flow had already completed (e.g. answered in Pi meanwhile)."""
+
+
+class _NoTruthValue:
+    """An outcome is matched, never tested for truth (``if outcome:`` would pass for every
+    case). Run time only: type checkers must see no ``__bool__`` for ``truthy-bool`` to fire."""
+
+    __slots__ = ()
+
+    if not TYPE_CHECKING:
+
+        def __bool__(self) -> NoReturn:
+            raise TypeError(
+                f"a {type(self).__name__} has no truth value: match the outcome "
+                "(case SubmitAccepted(): ...) or test its kind"
+            )
 
 
 # The events are ``gc=False``: immutable trees of views and results that never refer back, so
@@ -88,7 +111,7 @@ class SubmitTicket(msgspec.Struct, frozen=True):
 
 
 @final
-class SubmitAccepted(msgspec.Struct, frozen=True):
+class SubmitAccepted(_NoTruthValue, msgspec.Struct, frozen=True):
     """The host accepted the submit (``ok: true``) and the flow completed with ``completion``
     (its ``completed`` event; the two may arrive in either order, and this waits for both)."""
 
@@ -98,7 +121,7 @@ class SubmitAccepted(msgspec.Struct, frozen=True):
 
 
 @final
-class SubmitRejected(msgspec.Struct, frozen=True):
+class SubmitRejected(_NoTruthValue, msgspec.Struct, frozen=True):
     """The host refused the submit (``ok: false``) with one of the spec's codes.
 
     After ``invalid_answer`` or ``invalid_request`` the flow is unchanged and may be answered
@@ -116,7 +139,7 @@ class SubmitRejected(msgspec.Struct, frozen=True):
 
 
 @final
-class SubmitTimedOut(msgspec.Struct, frozen=True):
+class SubmitTimedOut(_NoTruthValue, msgspec.Struct, frozen=True):
     """No outcome within ``timeout`` seconds: the submit's fate is unknown, and it is neither
     an answer nor a cancel. ``acknowledged`` is true when the host's acceptance was seen but
     not yet the flow's completion. The ticket stays valid: ``await_result`` it again."""
@@ -128,25 +151,36 @@ class SubmitTimedOut(msgspec.Struct, frozen=True):
 
 
 @final
-class SubmitLost(msgspec.Struct, frozen=True):
-    """The submit's flow was lost before its outcome was known: the session ended, the
-    connection dropped or the client closed (``reason``). It is neither an answer nor a cancel.
-
-    ``ticket`` is ``None`` when nothing was sent (``respond`` on a flow already gone, reason
-    ``flow_completed`` for a flow that completed first); ``acknowledged`` is true when the
-    host's acceptance was seen but not the flow's completion.
+class SubmitLost(_NoTruthValue, msgspec.Struct, frozen=True):
+    """The submit was sent, and its flow was lost before its outcome was known: the session
+    ended, the connection dropped or the client closed (``reason``). It is neither an answer
+    nor a cancel. ``acknowledged`` is true when the host's acceptance was seen but not the
+    flow's completion.
     """
 
-    flow_id: FlowId
-    reason: LostReason
-    ticket: SubmitTicket | None = None
+    ticket: SubmitTicket
+    reason: ConnectionLostReason
     acknowledged: bool = False
     kind: Literal["lost"] = "lost"
 
     @property
-    def sent(self) -> bool:
-        return self.ticket is not None
+    def flow_id(self) -> FlowId:
+        return self.ticket.flow_id
+
+
+@final
+class SubmitNotSent(_NoTruthValue, msgspec.Struct, frozen=True):
+    """``respond`` sent nothing: the flow was already gone (``reason``: its session ended, the
+    connection dropped, the client closed, or it completed first, e.g. answered in Pi)."""
+
+    flow_id: FlowId
+    reason: NotSentReason
+    kind: Literal["not_sent"] = "not_sent"
 
 
 SubmitOutcome: TypeAlias = SubmitAccepted | SubmitRejected | SubmitTimedOut | SubmitLost
-"""Every outcome of a submit, as a value: match it with ``assert_never`` in the default case."""
+"""Every outcome of a sent submit (``await_result``), as a value: match it with
+``assert_never`` in the default case."""
+
+RespondOutcome: TypeAlias = SubmitOutcome | SubmitNotSent
+"""Every outcome of ``respond``: a sent submit's, or ``SubmitNotSent``."""

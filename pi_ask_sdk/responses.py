@@ -12,15 +12,21 @@ instead of coming back later as ``invalid_answer``. Arguments of the wrong type 
 ``Answer`` cannot be constructed directly (a mypy ``abstract`` error and a ``TypeError``).
 Cancel is its own type: an ``Answer`` can never mean cancel, and nothing here infers approval or
 cancellation from labels or button names. Bridges with their own buttons declare an explicit
-``ApprovalMapping`` (button -> an ``OptionValue`` of the form, or -> cancel), checked against
-each form when bound.
+``ApprovalMapping`` (button -> an ``OptionValue`` of the form, or -> cancel) for each form.
+
+Everything here is generic in the form's flow parameter ``F`` (see ``pi_ask_sdk.forms``): an
+``AnswerBuilder[F]`` takes only ``QuestionView[F]`` / ``OptionValue[F]`` and builds an
+``Answer[F]``. At run time every piece is checked to come from the builder's own flow
+(``FlowMismatch`` otherwise), and ``check_pieces`` repeats that on a whole response before it
+is sent (``msgspec.structs.replace`` can re-target a built answer; it cannot re-target the
+pieces inside it).
 """
 
 from __future__ import annotations
 
 import abc
 from collections.abc import Iterator, Mapping
-from typing import Final, Literal, TypeAlias, final
+from typing import Final, Generic, Literal, TypeAlias, final
 
 import msgspec
 from msgspec import UNSET
@@ -41,19 +47,27 @@ from pi_ask_core.js import is_blank
 
 from .errors import (
     ApprovalMappingError,
+    CustomTextProblem,
+    FlowMismatch,
     InvalidArgument,
-    InvalidResponse,
+    InvalidCustomText,
+    InvalidOptionNote,
+    InvalidSelection,
+    OptionNoteProblem,
+    SelectProblem,
     UnknownOption,
     UnknownQuestion,
 )
 from .forms import (
     RULES,
+    F,
     FlowId,
     FlowView,
     OptionValue,
     OptionView,
     QuestionId,
     QuestionView,
+    _foreign,
 )
 
 __all__ = [
@@ -67,6 +81,8 @@ __all__ = [
     "QuestionAnswer",
     "Response",
     "SelectOption",
+    "UncheckedAnswer",
+    "check_pieces",
 ]
 
 
@@ -74,13 +90,13 @@ __all__ = [
 
 
 @final
-class QuestionAnswer(msgspec.Struct, frozen=True, gc=False):
+class QuestionAnswer(msgspec.Struct, Generic[F], frozen=True, gc=False):
     """The answer to one question. ``option_notes`` pairs are (option value, note)."""
 
-    values: tuple[OptionValue, ...] = ()
+    values: tuple[OptionValue[F], ...] = ()
     custom_text: str | None = None
     note: str | None = None
-    option_notes: tuple[tuple[OptionValue, str], ...] = ()
+    option_notes: tuple[tuple[OptionValue[F], str], ...] = ()
 
     def to_wire(self) -> RemoteAnswer:
         return RemoteAnswer(
@@ -95,16 +111,16 @@ class QuestionAnswer(msgspec.Struct, frozen=True, gc=False):
         return _builtins(self)
 
 
-def _plain(values: tuple[OptionValue, ...]) -> list[str]:
+def _plain(values: tuple[OptionValue[F], ...]) -> list[str]:
     """The values as plain strings (an ``OptionValue`` carries its question id)."""
     return [str(value) for value in values]
 
 
-def _plain_notes(notes: tuple[tuple[OptionValue, str], ...]) -> dict[str, str]:
+def _plain_notes(notes: tuple[tuple[OptionValue[F], str], ...]) -> dict[str, str]:
     return {str(value): text for value, text in notes}
 
 
-def _builtins(answer: QuestionAnswer) -> dict[str, object]:
+def _builtins(answer: QuestionAnswer[F]) -> dict[str, object]:
     """``QuestionAnswer.to_builtins``, in ``RemoteAnswer``'s field order."""
     entry: dict[str, object] = {}
     values = answer.values
@@ -120,13 +136,13 @@ def _builtins(answer: QuestionAnswer) -> dict[str, object]:
     return entry
 
 
-class Answer(msgspec.Struct, frozen=True, gc=False):
+class Answer(msgspec.Struct, Generic[F], frozen=True, gc=False):
     """An answer for one flow, made only by ``AnswerBuilder.build()`` (so it was checked
     against the form). It replaces the host's whole answer set: questions not listed end up
     unanswered."""
 
     flow_id: FlowId
-    answers: tuple[tuple[QuestionId, QuestionAnswer], ...]
+    answers: tuple[tuple[QuestionId[F], QuestionAnswer[F]], ...]
     mode: ResultMode = "submit"
     kind: Literal["answer"] = "answer"
 
@@ -138,7 +154,7 @@ class Answer(msgspec.Struct, frozen=True, gc=False):
     def _built(self) -> None:
         """Marks ``Answer`` abstract for type checkers: only ``AnswerBuilder`` makes one."""
 
-    def get(self, question_id: str) -> QuestionAnswer | None:
+    def get(self, question_id: str) -> QuestionAnswer[F] | None:
         return next((answer for qid, answer in self.answers if qid == question_id), None)
 
     def to_wire(self) -> AnswerResponse:
@@ -151,29 +167,27 @@ class Answer(msgspec.Struct, frozen=True, gc=False):
         answers = {str(qid): answer.to_builtins() for qid, answer in self.answers}
         return {"kind": "answer", "mode": self.mode, "answers": answers}
 
+    def __repr__(self) -> str:
+        return f"Answer(flow_id={self.flow_id!r}, answers={self.answers!r}, mode={self.mode!r})"
+
 
 @final
-class _BuiltAnswer(Answer, frozen=True):
+class _BuiltAnswer(Answer[F], frozen=True):
     def _built(self) -> None:
         return None
 
 
-def _answer(
-    flow_id: FlowId, answers: tuple[tuple[QuestionId, QuestionAnswer], ...], mode: ResultMode
-) -> Answer:
-    return _BuiltAnswer(flow_id=flow_id, answers=answers, mode=mode)
-
-
 @final
-class Cancel(msgspec.Struct, frozen=True, gc=False):
-    """An explicit cancel of one flow: the only way the SDK ever sends ``kind: "cancel"``."""
+class Cancel(msgspec.Struct, Generic[F], frozen=True, gc=False):
+    """An explicit cancel of one flow: the only way the SDK ever sends ``kind: "cancel"``.
+    Made for a form with ``Cancel.of(flow)``."""
 
     flow_id: FlowId
     kind: Literal["cancel"] = "cancel"
 
     @classmethod
-    def of(cls, flow: FlowView) -> Cancel:
-        return cls(flow.flow_id)
+    def of(cls, flow: FlowView[F]) -> Cancel[F]:
+        return Cancel(flow.flow_id)
 
     def to_wire(self) -> CancelResponse:
         return CancelResponse()
@@ -183,35 +197,108 @@ class Cancel(msgspec.Struct, frozen=True, gc=False):
         return {"kind": "cancel"}
 
 
-Response: TypeAlias = Answer | Cancel
-"""What ``BridgeClient.submit`` sends; tagged by ``kind``."""
+Response: TypeAlias = Answer[F] | Cancel[F]
+"""What ``BridgeClient.submit`` sends for a form ``FlowView[F]``; tagged by ``kind``."""
 
 
-def _rules(view: QuestionView) -> QuestionIndex:
+@final
+class UncheckedAnswer(msgspec.Struct, Generic[F], frozen=True, gc=False):
+    """An answer selecting *strings* verbatim, checked against nothing: made only by
+    ``pi_ask_sdk.testing.unchecked_answer`` for tests that need the host to refuse something.
+
+    Not an ``Answer`` (it cannot pass for one under mypy, nor in ``isinstance``); ``submit``
+    and ``respond`` take it beside ``Response``, so a signature that accepts it says so.
+    """
+
+    flow_id: FlowId
+    answers: tuple[tuple[str, tuple[str, ...]], ...]
+    mode: ResultMode = "submit"
+    kind: Literal["answer"] = "answer"
+
+    def to_wire(self) -> AnswerResponse:
+        answers = {qid: RemoteAnswer(values=list(values)) for qid, values in self.answers}
+        return AnswerResponse(mode=self.mode, answers=answers)
+
+    def to_builtins(self) -> dict[str, object]:
+        """``msgspec.to_builtins(self.to_wire())``."""
+        answers = {qid: {"values": list(values)} for qid, values in self.answers}
+        return {"kind": "answer", "mode": self.mode, "answers": answers}
+
+
+def check_pieces(flow_id: FlowId, response: Answer[F] | Cancel[F]) -> None:
+    """Raise ``FlowMismatch`` unless ``response`` and every piece of it (question ids, option
+    values) were taken from the flow ``flow_id``; run on every submit before sending. Raises
+    ``InvalidArgument`` for an answer holding what no builder makes (a plain ``str`` put in
+    with ``msgspec.structs.replace``)."""
+    if response.flow_id != flow_id:
+        raise FlowMismatch(flow_id, response.flow_id, "response")
+    if type(response) is Cancel:
+        return
+    for qid, entry in response.answers:
+        if not isinstance(qid, QuestionId) or not isinstance(entry, QuestionAnswer):
+            raise InvalidArgument("submit", "response", "an Answer built by AnswerBuilder", qid)
+        other = _foreign(flow_id, qid)
+        if other is not None:
+            raise FlowMismatch(flow_id, other, "answer")
+        for value in (*entry.values, *(value for value, _ in entry.option_notes)):
+            if not isinstance(value, OptionValue):
+                raise InvalidArgument("submit", "response", "an Answer built by AnswerBuilder", value)
+            owner = value.question_id
+            if owner is not qid:
+                other = _foreign(flow_id, owner)
+                if other is not None:
+                    raise FlowMismatch(flow_id, other, "option value")
+                if owner != qid:
+                    raise UnknownOption(qid, f"{value} (an option of question {owner})", ())
+
+
+def _rules(view: QuestionView[F]) -> QuestionIndex:
     """The host's lookup table for a question (value -> label and 1-based position), built
     from its view's wire options on first use and kept on the view (views are immutable)."""
     cache = view.__dict__
     index: QuestionIndex | None = cache.get(RULES)
     if index is None:
-        table = QuestionIndex.table(view._wire)
+        table = QuestionIndex.table(view._wire.options)
         index = cache[RULES] = QuestionIndex.of(str(view.id), view.type, table)
     return index
+
+
+def _select_problem(qid: QuestionId[F], problem: AnswerProblem) -> InvalidSelection:
+    rule = problem.rule
+    if rule == "duplicate_value" or rule == "too_many_values":
+        return InvalidSelection(qid, rule, problem.message)
+    if rule == "value_with_custom_text" or rule == "unknown_value":
+        return InvalidSelection(qid, rule, problem.message)
+    raise AssertionError(f"select() cannot break rule {rule}")  # pragma: no cover
+
+
+def _custom_text_problem(qid: QuestionId[F], problem: AnswerProblem) -> InvalidCustomText:
+    rule: CustomTextProblem = "value_with_custom_text"
+    assert problem.rule == rule, problem.rule
+    return InvalidCustomText(qid, rule, problem.message)
+
+
+def _option_note_problem(qid: QuestionId[F], problem: AnswerProblem) -> InvalidOptionNote:
+    rule: OptionNoteProblem = "unknown_option_note"
+    assert problem.rule == rule, problem.rule
+    return InvalidOptionNote(qid, rule, problem.message)
 
 
 _SUBMIT: Final = "submit"
 
 
-class AnswerBuilder:
+class AnswerBuilder(Generic[F]):
     """Builds an ``Answer`` for one form, checking each call against that form.
 
     Every method returns the builder, so calls chain; ``build()`` returns an immutable
     ``Answer`` and may be called again after further changes. A call that raises leaves the
-    builder as it was.
+    builder as it was. A question, option or value taken from another flow raises
+    ``FlowMismatch`` (and, in a handler generic in ``F``, is a mypy error).
     """
 
     __slots__ = ("_answers", "_flow", "_mode")
 
-    def __init__(self, flow: FlowView, *, mode: ResultMode = _SUBMIT) -> None:
+    def __init__(self, flow: FlowView[F], *, mode: ResultMode = _SUBMIT) -> None:
         if not isinstance(flow, FlowView):
             raise InvalidArgument("AnswerBuilder", "flow", "a FlowView", flow)
         self._flow = flow
@@ -221,10 +308,10 @@ class AnswerBuilder:
         )
         # Each question's answer so far, immutable and replaced by each call that changes it:
         # ``build()`` then copies them as they are, and a call that raises changes nothing.
-        self._answers: dict[QuestionId, QuestionAnswer] = {}
+        self._answers: dict[QuestionId[F], QuestionAnswer[F]] = {}
 
     @property
-    def flow(self) -> FlowView:
+    def flow(self) -> FlowView[F]:
         return self._flow
 
     # --- argument checks (what mypy cannot enforce at run time) ---
@@ -242,29 +329,31 @@ class AnswerBuilder:
             raise InvalidArgument(method, argument, "a str", text)
         return text
 
-    def _question(self, method: str, question: QuestionView | QuestionId) -> QuestionView:
-        for found in self._flow.questions:  # the common case: one of this form's own views
+    def _question(self, method: str, question: QuestionView[F] | QuestionId[F]) -> QuestionView[F]:
+        flow = self._flow
+        for found in flow.questions:  # the common case: one of this form's own views
             if found is question:
                 return found
         if isinstance(question, QuestionView):
-            found = self._flow.question(question.id)  # raises UnknownQuestion
+            other = _foreign(flow.flow_id, question.id)
+            if other is not None:
+                raise FlowMismatch(flow.flow_id, other, "question")
+            found = flow.question(question.id)  # raises UnknownQuestion
             if found is not question and found != question:
                 raise UnknownQuestion(
-                    self._flow.flow_id,
-                    f"{question.id} (from another form)",
-                    self._flow.question_ids,
+                    flow.flow_id, f"{question.id} (from another form)", flow.question_ids
                 )
             return found
         if isinstance(question, QuestionId):
-            return self._flow.question(question)
+            return flow.question(question)  # raises FlowMismatch, UnknownQuestion
         raise InvalidArgument(
             method, "question", "a QuestionView or a QuestionId from the form", question
         )
 
     @staticmethod
     def _value(
-        method: str, argument: str, view: QuestionView, option: OptionView | OptionValue
-    ) -> OptionValue:
+        method: str, argument: str, view: QuestionView[F], option: OptionView[F] | OptionValue[F]
+    ) -> OptionValue[F]:
         if isinstance(option, OptionValue):
             value = option
         elif isinstance(option, OptionView):
@@ -273,10 +362,13 @@ class AnswerBuilder:
             raise InvalidArgument(
                 method, argument, "an OptionView or OptionValue taken from the form", option
             )
-        if value.question_id != view.id:
-            raise UnknownOption(
-                view.id, f"{value} (an option of question {value.question_id})", view.values
-            )
+        qid = value.question_id
+        if qid is not view.id:
+            other = _foreign(view.id.flow_id, qid)
+            if other is not None:
+                raise FlowMismatch(view.id.flow_id, other, "option value")
+            if qid != view.id:
+                raise UnknownOption(view.id, f"{value} (an option of question {qid})", view.values)
         return value
 
     # --- the host's checks ---
@@ -285,20 +377,17 @@ class AnswerBuilder:
     # it changes (pi_ask_core.answers), in the host's order. The JSON-type rules cannot fail
     # (arguments are typed and checked). A call that raises changes nothing.
 
-    @staticmethod
-    def _refuse(view: QuestionView, problem: AnswerProblem) -> InvalidResponse:
-        return InvalidResponse(view.id, problem.rule, problem.message)
-
     # --- building ---
 
     def select(
-        self, question: QuestionView | QuestionId, *options: OptionView | OptionValue
+        self, question: QuestionView[F] | QuestionId[F], *options: OptionView[F] | OptionValue[F]
     ) -> Self:
         """Select these options of ``question`` (replacing an earlier selection), in this order.
 
         Raises ``UnknownQuestion`` for a question not in the form, ``UnknownOption`` for an
-        option of another question, and ``InvalidResponse`` with the host's rule (in its order:
-        ``duplicate_value``, ``too_many_values``, ``value_with_custom_text``, ``unknown_value``).
+        option of another question, ``FlowMismatch`` for one of another flow, and
+        ``InvalidSelection`` with the host's rule (in its order: ``duplicate_value``,
+        ``too_many_values``, ``value_with_custom_text``, ``unknown_value``).
         """
         view = self._question("select", question)
         values = tuple([self._value("select", "options", view, option) for option in options])
@@ -312,14 +401,15 @@ class AnswerBuilder:
                 selections = check_selections(index.id, values, index)
                 problem = selections if isinstance(selections, AnswerProblem) else None
             if problem is not None:
-                raise self._refuse(view, problem)
+                raise _select_problem(view.id, problem)
         self._answers[view.id] = (
             QuestionAnswer(values) if before is None else replace(before, values=values)
         )
         return self
 
-    def custom_text(self, question: QuestionView | QuestionId, text: str) -> Self:
-        """Answer with free text. Blank text is ignored by the host (and dropped here)."""
+    def custom_text(self, question: QuestionView[F] | QuestionId[F], text: str) -> Self:
+        """Answer with free text. Blank text is ignored by the host (and dropped here).
+        Raises ``InvalidCustomText`` beside a selected value of a question that is not multi."""
         view = self._question("custom_text", question)
         text = self._checked_text("custom_text", "text", text)
         custom = None if is_blank(text) else text
@@ -331,11 +421,11 @@ class AnswerBuilder:
             index = _rules(view)
             problem = check_custom_text(index.id, custom, bool(before.values), index)
             if problem is not None:
-                raise self._refuse(view, problem)
+                raise _custom_text_problem(view.id, problem)
         self._answers[view.id] = replace(before, custom_text=custom)
         return self
 
-    def note(self, question: QuestionView | QuestionId, text: str) -> Self:
+    def note(self, question: QuestionView[F] | QuestionId[F], text: str) -> Self:
         """A note on the question (clarification context; in ``elaborate`` mode, a request)."""
         view = self._question("note", question)
         text = self._checked_text("note", "text", text)
@@ -347,7 +437,10 @@ class AnswerBuilder:
         return self
 
     def option_note(
-        self, question: QuestionView | QuestionId, option: OptionView | OptionValue, text: str
+        self,
+        question: QuestionView[F] | QuestionId[F],
+        option: OptionView[F] | OptionValue[F],
+        text: str,
     ) -> Self:
         """A note on one real option of the question, selected or not."""
         view = self._question("option_note", question)
@@ -364,7 +457,7 @@ class AnswerBuilder:
         index = _rules(view)
         problem = check_option_notes(index.id, {value: text}, index)
         if isinstance(problem, AnswerProblem):
-            raise self._refuse(view, problem)
+            raise _option_note_problem(view.id, problem)
         if before is None:
             answers[qid] = QuestionAnswer(option_notes=((value, text),))
         elif not before.option_notes:
@@ -381,7 +474,7 @@ class AnswerBuilder:
         self._mode = self._checked_mode("mode", mode)
         return self
 
-    def build(self) -> Answer:
+    def build(self) -> Answer[F]:
         return _BuiltAnswer(self._flow.flow_id, tuple(self._answers.items()), self._mode)
 
 
@@ -389,17 +482,17 @@ class AnswerBuilder:
 
 
 @final
-class SelectOption:
+class SelectOption(Generic[F]):
     """A button that selects one option *value* (never a label) of one question.
 
     ``SelectOption(deploy.value("yes"))``: the value comes from a started form and knows its
-    question. Read-only; matchable as ``SelectOption(question_id=..., value=...)``.
+    question and flow. Read-only; matchable as ``SelectOption(question_id=..., value=...)``.
     """
 
     __slots__ = ("_value",)
     __match_args__ = ("question_id", "value")
 
-    def __init__(self, value: OptionValue) -> None:
+    def __init__(self, value: OptionValue[F]) -> None:
         if not isinstance(value, OptionValue):
             raise InvalidArgument(
                 "SelectOption", "value", "an OptionValue taken from a form", value
@@ -407,11 +500,11 @@ class SelectOption:
         self._value = value
 
     @property
-    def question_id(self) -> QuestionId:
+    def question_id(self) -> QuestionId[F]:
         return self._value.question_id
 
     @property
-    def value(self) -> OptionValue:
+    def value(self) -> OptionValue[F]:
         return self._value
 
     @property
@@ -437,26 +530,32 @@ class CancelFlow(msgspec.Struct, frozen=True):
     kind: Literal["cancel"] = "cancel"
 
 
-ButtonAction: TypeAlias = SelectOption | CancelFlow
+ButtonAction: TypeAlias = SelectOption[F] | CancelFlow
 
 
-class ApprovalMapping:
-    """An explicit, read-only mapping from a bridge's own buttons to form values.
+class ApprovalMapping(Generic[F]):
+    """An explicit, read-only mapping from a bridge's own buttons to one form's values.
 
-    Values come from a started form, so a mapping is declared for a form::
+    Values come from a started form, so a mapping is declared for that form, and checked
+    against it when made::
 
         deploy = flow.question("deploy")
-        ApprovalMapping({"Approve": SelectOption(deploy.value("yes")),
-                         "Reject": SelectOption(deploy.value("no")), "Dismiss": CancelFlow()})
+        buttons = ApprovalMapping(flow, {"Approve": SelectOption(deploy.value("yes")),
+                                         "Reject": SelectOption(deploy.value("no")),
+                                         "Dismiss": CancelFlow()})
+        response = buttons.response("Approve")
 
-    ``bind(flow)`` checks every button against a form (the one it was declared for, or another
-    form of the same shape) and raises ``ApprovalMappingError`` naming the button, question and
-    value that do not fit; there is no fallback to labels.
+    A value of another flow raises ``FlowMismatch`` naming both flows (and, in a handler
+    generic in ``F``, is a mypy error), a question or value the form does not have
+    ``ApprovalMappingError`` naming the button; there is no fallback to labels. ``bind(view)``
+    checks it again against another view of the same flow (e.g. re-announced).
     """
 
-    __slots__ = ("_buttons",)
+    __slots__ = ("_buttons", "_flow")
 
-    def __init__(self, buttons: Mapping[str, ButtonAction]) -> None:
+    def __init__(self, flow: FlowView[F], buttons: Mapping[str, ButtonAction[F]]) -> None:
+        if not isinstance(flow, FlowView):
+            raise InvalidArgument("ApprovalMapping", "flow", "a FlowView", flow)
         for button, action in buttons.items():
             if not isinstance(action, (SelectOption, CancelFlow)):
                 raise InvalidArgument(
@@ -465,20 +564,19 @@ class ApprovalMapping:
                     "a SelectOption or CancelFlow",
                     action,
                 )
-        self._buttons: dict[str, ButtonAction] = dict(buttons)
+        self._flow = flow
+        self._buttons: dict[str, ButtonAction[F]] = dict(buttons)
+        self._check()
 
-    @property
-    def buttons(self) -> tuple[str, ...]:
-        return tuple(self._buttons)
-
-    def __iter__(self) -> Iterator[tuple[str, ButtonAction]]:
-        return iter(tuple(self._buttons.items()))
-
-    def bind(self, flow: FlowView) -> BoundApproval:
-        """Check every button against ``flow``; raises on the first that does not fit."""
+    def _check(self) -> None:
+        """Raise on the first button that does not fit the form."""
+        flow = self._flow
         for button, action in self._buttons.items():
             if isinstance(action, CancelFlow):
                 continue
+            other = _foreign(flow.flow_id, action.question_id)
+            if other is not None:
+                raise FlowMismatch(flow.flow_id, other, "approval mapping")
             if not flow.has_question(action.question_id):
                 raise ApprovalMappingError(
                     "question_not_in_form",
@@ -498,32 +596,24 @@ class ApprovalMapping:
                     value=action.value,
                     known=question.values,
                 )
-        return BoundApproval(flow, self)
-
-    @classmethod
-    def _copy_of(cls, mapping: ApprovalMapping) -> dict[str, ButtonAction]:
-        return dict(mapping._buttons)
-
-
-class BoundApproval:
-    """An ``ApprovalMapping`` checked against one form; turns a button press into a response.
-    Read-only."""
-
-    __slots__ = ("_buttons", "_flow")
-
-    def __init__(self, flow: FlowView, mapping: ApprovalMapping) -> None:
-        self._flow = flow
-        self._buttons = ApprovalMapping._copy_of(mapping)
 
     @property
-    def flow(self) -> FlowView:
+    def flow(self) -> FlowView[F]:
         return self._flow
 
     @property
     def buttons(self) -> tuple[str, ...]:
         return tuple(self._buttons)
 
-    def action(self, button: str) -> ButtonAction:
+    def __iter__(self) -> Iterator[tuple[str, ButtonAction[F]]]:
+        return iter(tuple(self._buttons.items()))
+
+    def bind(self, flow: FlowView[F]) -> ApprovalMapping[F]:
+        """This mapping checked against ``flow``, another view of the same flow (a replayed
+        or re-announced form); raises on the first button that does not fit."""
+        return ApprovalMapping(flow, self._buttons)
+
+    def action(self, button: str) -> ButtonAction[F]:
         found = self._buttons.get(button)
         if found is None:
             raise ApprovalMappingError(
@@ -531,10 +621,15 @@ class BoundApproval:
             )
         return found
 
-    def response(self, button: str) -> Response:
+    def response(self, button: str) -> Response[F]:
         """The response for a press of ``button``: only its question is answered."""
         action = self.action(button)
         if isinstance(action, CancelFlow):
             return Cancel.of(self._flow)
         question = self._flow.question(action.question_id)
         return AnswerBuilder(self._flow).select(question, question.value(action.value)).build()
+
+
+BoundApproval: TypeAlias = ApprovalMapping[F]
+"""The name ``ApprovalMapping.bind`` returned before a mapping was declared for its form (a
+mapping is now always bound): kept for annotations."""

@@ -20,9 +20,16 @@ from typing_extensions import Self
 
 from .client import DEFAULT_TIMEOUT, BridgeClient, ClientStream
 from .errors import ClientNotOpen, ConnectionLost, FlowAlreadyCompleted, WaitTimeout
-from .forms import FlowId, FlowView
-from .outcomes import BridgeEvent, SubmitLost, SubmitOutcome, SubmitTicket, SubmitTimedOut
-from .responses import Response
+from .forms import F, FlowId, FlowView
+from .outcomes import (
+    BridgeEvent,
+    RespondOutcome,
+    SubmitNotSent,
+    SubmitOutcome,
+    SubmitTicket,
+    SubmitTimedOut,
+)
+from .responses import Response, UncheckedAnswer
 from .transports.base import Transport, TransportFactory
 
 __all__ = ["SyncBridgeClient", "SyncClientStream"]
@@ -189,7 +196,11 @@ class SyncBridgeClient:
         return SyncClientStream(self, stream, idle_timeout=idle_timeout)
 
     def submit(
-        self, flow: FlowView, response: Response, *, request_id: str | None = None
+        self,
+        flow: FlowView[F],
+        response: Response[F] | UncheckedAnswer[F],
+        *,
+        request_id: str | None = None,
     ) -> SubmitTicket:
         return self._run(
             self._client.submit(flow, response, request_id=request_id),
@@ -213,19 +224,19 @@ class SyncBridgeClient:
 
     def respond(
         self,
-        flow: FlowView,
-        response: Response,
+        flow: FlowView[F],
+        response: Response[F] | UncheckedAnswer[F],
         *,
         timeout: float = DEFAULT_TIMEOUT,
         request_id: str | None = None,
-    ) -> SubmitOutcome:
+    ) -> RespondOutcome:
         """As ``BridgeClient.respond``: every outcome is a value."""
         try:
             ticket = self.submit(flow, response, request_id=request_id)
         except ConnectionLost as lost:
-            return SubmitLost(flow.flow_id, lost.reason)
+            return SubmitNotSent(flow.flow_id, lost.reason)
         except FlowAlreadyCompleted:
-            return SubmitLost(flow.flow_id, "flow_completed")
+            return SubmitNotSent(flow.flow_id, "flow_completed")
         return self.await_result(ticket, timeout=timeout)
 
     def _run(self, coro: Coroutine[object, object, T], timeout: float, what: str) -> T:

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal, cast
 
 import msgspec
 
@@ -39,19 +39,26 @@ from pi_ask_core import (
     LocalEventBus,
     ResultMode,
     SubmitEvent,
+    Skipped,
     Unsubscribe,
+    decode_event,
 )
 from pi_ask_core import AskParams as AskParamsStruct
 
 from ._conformance import CHECKS, check_transport
 from ._params import AskParams, AskParamsOption, AskParamsQuestion
 from .client import BridgeClient
-from .errors import ConnectionLost, FlowMismatch, TransportCheckFailed
-from .forms import FlowView, QuestionId, _option_value, _question_id
-from .responses import Answer, Cancel, QuestionAnswer, _answer
+from .errors import ConnectionLost, TransportCheckFailed
+from .forms import F, FlowId, FlowView
+from .responses import Answer, Cancel, Response, UncheckedAnswer, check_pieces
 from .sync import SyncBridgeClient
 from .transports.base import EndReason, TransportListener
 from .transports.memory import MemoryTransport
+
+if TYPE_CHECKING:
+    from pi_ask_wire import CompletedEvent as CompletedJSON
+    from pi_ask_wire import SubmitEvent as SubmitJSON
+    from pi_ask_wire import SubmitResultEvent as SubmitResultJSON
 
 __all__ = [
     "CHECKS",
@@ -63,6 +70,7 @@ __all__ = [
     "RecordedEvent",
     "ScriptedTransport",
     "TransportCheckFailed",
+    "UncheckedAnswer",
     "check_transport",
     "unchecked_answer",
     "yes_no_params",
@@ -80,21 +88,17 @@ class RecordedEvent:
 
 
 def unchecked_answer(
-    flow: FlowView, values: Mapping[str, Sequence[str]], *, mode: ResultMode = "submit"
-) -> Answer:
-    """An ``Answer`` selecting these *strings* verbatim, with **no** local check: only for tests
+    flow: FlowView[F], values: Mapping[str, Sequence[str]], *, mode: ResultMode = "submit"
+) -> UncheckedAnswer[F]:
+    """An answer selecting these *strings* verbatim, with **no** local check: only for tests
     that need the host to refuse something (a label, an unknown question). Bridges use
-    ``AnswerBuilder``."""
-    answers: list[tuple[QuestionId, QuestionAnswer]] = []
-    for qid, texts in values.items():
-        question_id = _question_id(qid)
-        answers.append(
-            # tuple([...]), not tuple(<generator>): the latter allocates a 10-slot tuple and
-            # shrinks it, which leaves one gen-0 count per call for a fresh process's first
-            # ~2,000 calls (the shrunk tuples fill another size's free list)
-            (question_id, QuestionAnswer(tuple([_option_value(t, question_id) for t in texts])))
-        )
-    return _answer(flow.flow_id, tuple(answers), mode)
+    ``AnswerBuilder``. It is an ``UncheckedAnswer``, not an ``Answer``: ``submit`` takes it,
+    and a signature that accepts it says so."""
+    # tuple([...]), not tuple(<generator>): the latter allocates a 10-slot tuple and shrinks
+    # it, which leaves one gen-0 count per call for a fresh process's first ~2,000 calls (the
+    # shrunk tuples fill another size's free list)
+    answers = tuple([(qid, tuple([str(text) for text in texts])) for qid, texts in values.items()])
+    return UncheckedAnswer(flow.flow_id, answers, mode)
 
 
 def yes_no_params(
@@ -219,18 +223,17 @@ class FakeHost:
             raise KeyError(f"no open flow {flow_id!r}")
         return handle
 
-    def answer(self, flow: FlowHandle | str, response: Answer | Cancel) -> AskResult:
-        """The host's own user answers (or cancels) locally; emits ``completed``. A response
-        built for another flow raises ``FlowMismatch``; ``FlowHandle.complete`` takes a raw
-        response instead."""
+    def answer(self, flow: FlowHandle | str, response: Response[F]) -> AskResult:
+        """The host's own user answers (or cancels) locally; emits ``completed``. A response,
+        or a piece of one, taken from another flow raises ``FlowMismatch``;
+        ``FlowHandle.complete`` takes a raw response instead."""
         handle = self.flow(flow) if isinstance(flow, str) else flow
         if not isinstance(response, (Answer, Cancel)):
             raise TypeError(
                 f"FakeHost.answer() takes an Answer or a Cancel, not {type(response).__name__}; "
                 "use the FlowHandle's complete() for a raw response"
             )
-        if response.flow_id != handle.flow_id:
-            raise FlowMismatch(handle.flow_id, response.flow_id)
+        check_pieces(FlowId(handle.flow_id), response)
         return handle.complete(response.to_wire())
 
     def cancel(self, flow: FlowHandle | str) -> AskResult:
@@ -298,17 +301,29 @@ class FakeHost:
         """The payloads seen on ``channel`` (decoded JSON), oldest first."""
         return [event.data for event in self._records if event.channel == channel]
 
-    @property
-    def submits(self) -> list[object]:
-        return self.recorded(SUBMIT)
+    def _wellformed(self, channel: str) -> list[object]:
+        # What the core decodes as the channel's payload; a malformed one put on the bus with
+        # emit_raw stays in recorded() only (these are typed, and would otherwise lie).
+        return [
+            data
+            for data in self.recorded(channel)
+            if type(decode_event(channel, data)) is not Skipped
+        ]
 
     @property
-    def acks(self) -> list[object]:
-        return self.recorded(SUBMIT_RESULT)
+    def submits(self) -> list[SubmitJSON]:
+        """The well-formed submits, oldest first (everything: ``recorded(SUBMIT)``)."""
+        return cast("list[SubmitJSON]", self._wellformed(SUBMIT))
 
     @property
-    def completions(self) -> list[object]:
-        return self.recorded(COMPLETED)
+    def acks(self) -> list[SubmitResultJSON]:
+        """The well-formed ``submit-result`` payloads, oldest first."""
+        return cast("list[SubmitResultJSON]", self._wellformed(SUBMIT_RESULT))
+
+    @property
+    def completions(self) -> list[CompletedJSON]:
+        """The well-formed ``completed`` payloads, oldest first."""
+        return cast("list[CompletedJSON]", self._wellformed(COMPLETED))
 
     def clear_records(self) -> None:
         self._records.clear()

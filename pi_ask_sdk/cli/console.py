@@ -56,7 +56,7 @@ def parse_choice(question: QuestionView, text: str) -> tuple[list[OptionValue], 
         elif question.has_value(part):
             values.append(question.value(part))
         else:
-            labels = {o.label.text.casefold(): o for o in question.options}
+            labels = {o.label.render().casefold(): o for o in question.options}
             match = labels.get(part.casefold())
             if match is not None:
                 raise ValueError(

@@ -13,7 +13,7 @@ from msgspec import UNSET
 
 from pi_ask_core import AskResult, AskResultAnswer, CancelResponse, SubmitEvent
 from pi_ask_sdk.forms import FlowView, QuestionView
-from pi_ask_sdk.outcomes import FlowCompleted, SubmitOutcome
+from pi_ask_sdk.outcomes import FlowCompleted, RespondOutcome
 
 from .text import clean, json_line, pad, width
 
@@ -42,7 +42,7 @@ def render_question(question: QuestionView, number: int) -> list[str]:
     values = [clean(option.value) for option in question.options]
     cells = max(width(value) for value in values)
     for option, value in zip(question.options, values, strict=True):
-        marker = f" ({clean(option.recommended)})" if option.recommended else ""
+        marker = f" ({clean(option.badge)})" if option.badge else ""
         line = f"   {option.position}) {pad(value, cells)}  {clean(option.label)}{marker}"
         if option.description:
             line += f" - {clean(option.description)}"
@@ -94,13 +94,15 @@ def render_submit(event: SubmitEvent) -> str:
     return "\n".join(lines)
 
 
-def render_outcome(outcome: SubmitOutcome) -> str:
+def render_outcome(outcome: RespondOutcome) -> str:
+    if outcome.kind == "not_sent":
+        return f"nothing was sent: lost ({outcome.reason}): neither an answer nor a cancel"
     if outcome.kind == "lost":
-        what = (
-            f"submit {clean(outcome.ticket.request_id)}" if outcome.ticket else "nothing was sent"
-        )
         seen = "; accepted, completion not seen" if outcome.acknowledged else ""
-        return f"{what}: lost ({outcome.reason}{seen}): neither an answer nor a cancel"
+        return (
+            f"submit {clean(outcome.ticket.request_id)}: lost ({outcome.reason}{seen}): "
+            "neither an answer nor a cancel"
+        )
     request_id = clean(outcome.ticket.request_id)
     if outcome.kind == "accepted":
         return f"submit-result {request_id}: accepted"

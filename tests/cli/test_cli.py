@@ -14,7 +14,7 @@ from pi_ask_core import CHANNELS
 from pi_ask_sdk.cli import main
 from pi_ask_sdk.cli.console import parse_choice
 from pi_ask_sdk.cli.demo import DEMO_FORM, run_demo
-from pi_ask_sdk.forms import QuestionView
+from pi_ask_sdk.forms import FlowId, QuestionView
 from pi_ask_sdk.testing import FakeHost
 
 
@@ -84,7 +84,7 @@ def test_demo_interactive_cancel_is_explicit() -> None:
 def test_parse_choice_takes_numbers_and_values_never_labels() -> None:
     host = FakeHost()
     handle = host.host.start(DEMO_FORM, tool_call_id="c")
-    question = QuestionView.from_wire(handle.questions[1])  # notify, multi
+    question = QuestionView.from_wire(handle.questions[1], FlowId(handle.flow_id))  # notify, multi
     assert parse_choice(question, "1, status-page,+ops") == (["oncall", "status-page"], "ops")
     with pytest.raises(ValueError, match="is a label"):
         parse_choice(question, "On-call engineer")

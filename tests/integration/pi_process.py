@@ -35,7 +35,7 @@ from pi_ask_sdk.realpi import (
     single_question,
 )
 from pi_ask_sdk.standin import standin_extension_path
-from pi_ask_sdk.testing import unchecked_answer
+from pi_ask_sdk.testing import UncheckedAnswer, unchecked_answer
 from pi_ask_sdk.transports.relay import relay_extension_path
 
 __all__ = [
@@ -150,7 +150,7 @@ def choose(flow: FlowView, value: str) -> Answer:
     return AnswerBuilder(flow).select(question, question.option(value)).build()
 
 
-def invalid_answer(flow: FlowView) -> Answer:
+def invalid_answer(flow: FlowView) -> UncheckedAnswer:
     """An answer the host refuses as ``invalid_answer`` (an option value the form lacks), built
     past the SDK's local checks on purpose."""
     return unchecked_answer(flow, {flow.questions[0].id: ["nope"]})

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pi_ask_sdk import BridgeClient, SubmitOutcome
+from pi_ask_sdk import BridgeClient, RespondOutcome
 from pi_ask_sdk.every_pi import serve_every_pi
 from pi_ask_sdk.transports.relay import RelayInfo
 from tests.integration.pi_process import TIMEOUT, PiEnv, choose, running_pi, single_question
@@ -23,7 +23,7 @@ async def test_one_bridge_serves_every_running_pi(
     pi_installation: PiEnv, shared_tmp: Path, tmp_path: Path
 ) -> None:
     relays = tmp_path / "relays"
-    outcomes: list[tuple[int, SubmitOutcome]] = []
+    outcomes: list[tuple[int, RespondOutcome]] = []
     both = asyncio.Event()
 
     async def pick_b(client: BridgeClient, info: RelayInfo) -> None:

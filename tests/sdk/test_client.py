@@ -30,13 +30,14 @@ from pi_ask_sdk import (
     SessionEnded,
     SubmitAccepted,
     SubmitLost,
+    SubmitNotSent,
     SubmitRejected,
     SubmitTimedOut,
     TransportUnavailable,
     UnknownTicket,
     WaitTimeout,
 )
-from pi_ask_sdk.testing import FakeHost, ScriptedTransport, unchecked_answer, yes_no_params
+from pi_ask_sdk.testing import UncheckedAnswer, FakeHost, ScriptedTransport, unchecked_answer, yes_no_params
 
 from .conftest import MULTI_FORM, TIMEOUT
 from .helpers import ack_payload, completed_payload, started_payload
@@ -47,7 +48,7 @@ def approve(flow: FlowView) -> Answer:
     return AnswerBuilder(flow).select(deploy, deploy.value("yes")).build()
 
 
-def by_label(flow: FlowView) -> Answer:
+def by_label(flow: FlowView) -> UncheckedAnswer:
     """An answer that skips the builder's checks and sends a label (the host must refuse it)."""
     return unchecked_answer(flow, {"deploy": ["Yes"]})
 
@@ -124,8 +125,12 @@ async def test_second_submit_refused_locally_and_nothing_emitted(fake: FakeHost)
         outcome = await client.respond(flow, approve(flow), timeout=TIMEOUT)
         assert isinstance(outcome, SubmitAccepted)
         submits_before = len(fake.submits)
-        with pytest.raises(FlowAlreadyCompleted):
+        # Resending after this client's own submit was accepted (in either event order): what
+        # the docs promise, from submit and from respond alike.
+        with pytest.raises(FlowAlreadyAnswered):
             await client.submit(flow, Cancel.of(flow))
+        with pytest.raises(FlowAlreadyAnswered):
+            await client.respond(flow, Cancel.of(flow), timeout=TIMEOUT)
         assert len(fake.submits) == submits_before
         assert "tool:c1" not in client.open_flows
 
@@ -245,7 +250,7 @@ async def test_two_bridges_see_each_others_acks_but_only_resolve_their_own(
         with pytest.raises(FlowAlreadyCompleted):
             await two.submit(flow_two, approve(flow_two))
         lost = await two.respond(flow_two, approve(flow_two), timeout=TIMEOUT)
-        assert lost == SubmitLost(flow_two.flow_id, "flow_completed")
+        assert lost == SubmitNotSent(flow_two.flow_id, "flow_completed")
 
 
 # --- events --------------------------------------------------------------------------------------
@@ -457,15 +462,15 @@ async def test_session_end_fails_pending_waits_and_drops_flows(fake: FakeHost) -
         # FIFO: the waiter starts waiting first, then the session ends and must wake it.
         asyncio.get_running_loop().call_soon(fake.end_session)
         lost = await asyncio.wait_for(waiting, TIMEOUT)
-        assert lost == SubmitLost(flow_a.flow_id, "session_ended", ticket)
-        assert lost.sent
+        assert lost == SubmitLost(ticket, "session_ended")
+        assert lost.ticket is ticket
         assert dict(client.open_flows) == {}
         with pytest.raises(ConnectionLost):
             await client.submit(flow_b, approve(flow_b))
         # respond() tells the same as a value: nothing was sent.
         gone = await client.respond(flow_b, approve(flow_b), timeout=TIMEOUT)
-        assert gone == SubmitLost(flow_b.flow_id, "session_ended")
-        assert not gone.sent
+        assert gone == SubmitNotSent(flow_b.flow_id, "session_ended")
+        assert isinstance(gone, SubmitNotSent)  # nothing was sent
         # The connection itself stays: a new session's forms arrive.
         fake.new_session()
         flows = client.flows()
@@ -596,7 +601,7 @@ async def test_acceptance_then_session_end_is_lost_not_accepted() -> None:
         waiting = asyncio.ensure_future(client.await_result(ticket, timeout=TIMEOUT))
         asyncio.get_running_loop().call_soon(transport.end, "session_ended")
         lost = await asyncio.wait_for(waiting, TIMEOUT)
-    assert lost == SubmitLost(flow.flow_id, "session_ended", ticket, acknowledged=True)
+    assert lost == SubmitLost(ticket, "session_ended", acknowledged=True)
 
 
 @pytest.mark.asyncio

@@ -8,6 +8,7 @@ import pytest
 
 from pi_ask_sdk import (
     DisplayText,
+    FlowMismatch,
     FlowView,
     OptionValue,
     QuestionId,
@@ -28,25 +29,25 @@ def test_view_carries_the_started_event(flow: FlowView) -> None:
     assert flow.flow_id == "tool:plan"
     assert flow.tool_call_id == "plan"
     assert flow.source == "tool"
-    assert flow.title == DisplayText("Plan")
+    assert flow.title is not None and flow.title.render() == "Plan"
     assert flow.replay is False
     assert flow.question_ids == ("deploy", "targets", "layout")
     deploy = flow.question("deploy")
     assert (deploy.type, deploy.multi, deploy.values) == ("single", False, ("yes", "no"))
     assert flow.question("targets").multi
     no = deploy.option("no")
-    assert (str(no.label), str(no.description), no.position, no.recommended) == (
+    assert (str(no.label), str(no.description), no.position, no.badge) == (
         "Hold",
         "wait for QA",
         2,
         None,
     )
     yes = deploy.option("yes")
-    assert yes.recommended == DisplayText("recommended")
-    assert f"{yes.label} ({yes.recommended})" == "Ship it (recommended)"
+    assert yes.badge is not None and yes.badge.render() == "recommended"
+    assert f"{yes.label} ({yes.badge})" == "Ship it (recommended)"
     assert str(flow.question("layout").option("grid").preview) == "[][]"
     assert str(deploy.label) == "Deploy"
-    assert deploy.prompt.text == "Deploy now?"
+    assert deploy.prompt.render() == "Deploy now?"
 
 
 def test_unknown_question_names_flow_question_and_known_ids(flow: FlowView) -> None:
@@ -85,7 +86,7 @@ def test_value_lookup_returns_the_form_value(flow: FlowView) -> None:
     assert value == "yes"
     assert type(str(value)) is str
     assert value.question_id == "deploy"
-    assert flow.question("targets").option("asia").label.text == "Asia"
+    assert flow.question("targets").option("asia").label.render() == "Asia"
 
 
 def test_values_keep_their_question_through_copy_and_pickle(flow: FlowView) -> None:
@@ -137,13 +138,43 @@ def test_display_text_is_not_a_str(flow: FlowView) -> None:
     label = flow.question("deploy").option("yes").label
     assert not isinstance(cast(object, label), str)
     assert label != "Ship it"  # type: ignore[comparison-overlap]
-    assert str(label) == "Ship it"
+    assert str(label) == label.render() == "Ship it"
     assert f"[{label:>8}]" == "[ Ship it]"
+    assert repr(label) == "DisplayText('Ship it')"  # no private class name
+    assert label == flow.question("deploy").option("yes").label  # same text, same type
+
+
+def test_display_text_cannot_be_made_by_a_bridge() -> None:
+    with pytest.raises(TypeError, match="choose by option value"):
+        DisplayText("Yes")  # type: ignore[abstract]
+    with pytest.raises(TypeError):
+        DisplayText(_text="Yes")  # type: ignore[abstract]
+
+
+def test_pieces_know_their_flow(flow: FlowView) -> None:
+    deploy = flow.question("deploy")
+    assert deploy.id.flow_id == "tool:plan"
+    assert deploy.value("yes").question_id.flow_id == "tool:plan"
+    assert repr(deploy.id) == "QuestionId('deploy', flow_id='tool:plan')"
+    assert repr(deploy.value("yes")) == "OptionValue('yes', question_id='deploy')"
+
+
+def test_a_question_id_of_another_flow_is_refused_by_lookup(flow: FlowView) -> None:
+    other = view_of(MULTI_FORM, tool_call_id="other")
+    with pytest.raises(FlowMismatch) as caught:
+        flow.question(other.question("deploy").id)
+    error = caught.value
+    assert (error.flow_id, error.other_flow_id, error.piece) == (
+        "tool:plan",
+        "tool:other",
+        "question id",
+    )
+    assert flow.question("deploy").id == other.question("deploy").id  # still equal as str
 
 
 def test_views_are_read_only(flow: FlowView) -> None:
     with pytest.raises(AttributeError):
-        flow.title = DisplayText("other")  # type: ignore[misc]
+        flow.title = flow.question("deploy").label  # type: ignore[misc]
     with pytest.raises(AttributeError):
         flow.question("deploy").option("yes").value = flow.question("deploy").value("no")  # type: ignore[misc]
 
@@ -153,4 +184,4 @@ def test_same_form_ignores_created_at_and_replay(flow: FlowView) -> None:
 
     again = replace(flow, created_at=flow.created_at + 5, replay=True)
     assert flow.same_form(again)
-    assert not flow.same_form(replace(flow, title=DisplayText("Other")))
+    assert not flow.same_form(replace(flow, title=flow.question("deploy").label))

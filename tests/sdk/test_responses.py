@@ -18,6 +18,7 @@ from pi_ask_sdk import (
     Cancel,
     CancelFlow,
     FlowId,
+    FlowMismatch,
     FlowView,
     InvalidArgument,
     InvalidResponse,
@@ -115,7 +116,8 @@ def test_unknown_question_is_refused(flow: FlowView) -> None:
 
 
 def test_views_from_another_form_or_question_are_refused(flow: FlowView) -> None:
-    other = view_of(yes_no_params("deploy", prompt="Another prompt"), tool_call_id="other")
+    # The same flow id re-announced with another form (spec §3.7): its view is not this one's.
+    other = view_of(yes_no_params("deploy", prompt="Another prompt"), tool_call_id="plan")
     with pytest.raises(UnknownQuestion):
         AnswerBuilder(flow).select(other.question("deploy"), flow.question("deploy").value("yes"))
     targets = flow.question("targets")
@@ -124,8 +126,9 @@ def test_views_from_another_form_or_question_are_refused(flow: FlowView) -> None
     assert "targets" in str(caught.value)
 
 
-def test_values_of_another_form_are_refused_by_the_hosts_rule(flow: FlowView) -> None:
-    ship = view_of(SHIP_HOLD).question("deploy").value("ship")
+def test_values_of_a_reannounced_form_are_refused_by_the_hosts_rule(flow: FlowView) -> None:
+    # The flow id re-announced with other options (spec §3.7): the old values are unknown.
+    ship = view_of(SHIP_HOLD, tool_call_id="plan").question("deploy").value("ship")
     with pytest.raises(InvalidResponse) as caught:
         AnswerBuilder(flow).select(flow.question("deploy").id, ship)
     host = host_refusal({"values": ["ship"]})
@@ -146,7 +149,7 @@ def test_values_of_another_form_are_refused_by_the_hosts_rule(flow: FlowView) ->
 def test_local_refusal_names_the_rule_the_host_would(
     flow: FlowView, values: list[str], custom: str | None, rule: str
 ) -> None:
-    foreign = view_of(SHIP_HOLD).question("deploy")
+    foreign = view_of(SHIP_HOLD, tool_call_id="plan").question("deploy")  # re-announced
     deploy = flow.question("deploy")
     builder = AnswerBuilder(flow)
     if custom is not None:
@@ -234,7 +237,7 @@ def test_a_refused_call_leaves_the_builder_unchanged(flow: FlowView) -> None:
 
 
 def test_option_notes_only_for_real_options(flow: FlowView) -> None:
-    hold = view_of(SHIP_HOLD).question("deploy").value("hold")
+    hold = view_of(SHIP_HOLD, tool_call_id="plan").question("deploy").value("hold")
     with pytest.raises(InvalidResponse) as caught:
         AnswerBuilder(flow).option_note(flow.question("deploy").id, hold, "hm")
     assert caught.value.problem == "unknown_option_note"
@@ -350,11 +353,12 @@ def test_builder_refuses_exactly_what_the_host_refuses(
 def buttons_for(flow: FlowView) -> ApprovalMapping:
     deploy = flow.question("deploy")
     return ApprovalMapping(
+        flow,
         {
             "Approve": SelectOption(deploy.value("yes")),
             "Reject": SelectOption(deploy.value("no")),
             "Dismiss": CancelFlow(),
-        }
+        },
     )
 
 
@@ -363,8 +367,10 @@ BUTTONS = buttons_for(view_of(yes_no_params("deploy")))
 
 def test_mapping_turns_buttons_into_explicit_values() -> None:
     flow = view_of(yes_no_params("deploy"), tool_call_id="again")
-    bound = BUTTONS.bind(flow)
+    bound = buttons_for(flow)
     assert bound.flow is flow
+    again = view_of(yes_no_params("deploy"), tool_call_id="again")  # re-announced
+    assert bound.bind(again).flow is again
     approve = bound.response("Approve")
     assert isinstance(approve, Answer)
     assert approve.flow_id == flow.flow_id
@@ -383,7 +389,21 @@ def test_mapping_turns_buttons_into_explicit_values() -> None:
         action.value = flow.question("deploy").value("no")  # type: ignore[misc]
 
 
+def test_a_mapping_of_another_flow_is_refused_naming_both_flows() -> None:
+    flow = view_of(yes_no_params("deploy"), tool_call_id="again")
+    with pytest.raises(FlowMismatch) as caught:
+        BUTTONS.bind(flow)  # declared from tool:call-1's values
+    error = caught.value
+    assert (error.flow_id, error.other_flow_id, error.piece) == (
+        "tool:again",
+        "tool:call-1",
+        "approval mapping",
+    )
+    assert "tool:again" in str(error) and "tool:call-1" in str(error)
+
+
 def test_mapping_fails_loudly_on_a_missing_question() -> None:
+    # The flow id re-announced with another form (spec §3.7): same flow, other questions.
     flow = view_of(yes_no_params("release"))
     with pytest.raises(ApprovalMappingError) as caught:
         BUTTONS.bind(flow)
@@ -430,7 +450,7 @@ def test_unknown_button_is_refused() -> None:
 
 def test_mapping_refuses_non_actions() -> None:
     with pytest.raises(InvalidArgument):
-        ApprovalMapping({"Approve": "yes"})  # type: ignore[dict-item]
+        ApprovalMapping(view_of(yes_no_params("deploy")), {"Approve": "yes"})  # type: ignore[dict-item]
     with pytest.raises(InvalidArgument) as caught:
         SelectOption("yes")  # type: ignore[arg-type]
     assert caught.value.argument == "value"

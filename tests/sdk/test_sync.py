@@ -8,9 +8,11 @@ from pi_ask_sdk import (
     AnswerBuilder,
     Cancel,
     ClientNotOpen,
+    FlowAlreadyAnswered,
     FlowAlreadyCompleted,
     SubmitAccepted,
     SubmitLost,
+    SubmitNotSent,
     SubmitTimedOut,
     SyncBridgeClient,
     WaitTimeout,
@@ -30,10 +32,21 @@ def test_sync_client_answers_a_form(fake: FakeHost) -> None:
         outcome = client.respond(flow, answer, timeout=TIMEOUT)
         assert isinstance(outcome, SubmitAccepted)
         assert outcome.completion.result.answers["deploy"].values == ["no"]
-        with pytest.raises(FlowAlreadyCompleted):
+        # Resending after this client's own submit was accepted: what respond's docs promise.
+        with pytest.raises(FlowAlreadyAnswered):
             client.submit(flow, Cancel.of(flow))
-        assert client.respond(flow, Cancel.of(flow)) == SubmitLost(flow.flow_id, "flow_completed")
+        with pytest.raises(FlowAlreadyAnswered):
+            client.respond(flow, Cancel.of(flow))
         assert client.open_flows == {}
+        # A flow completed by someone else (Pi's own user) is not this client's answer.
+        handle = fake.open(yes_no_params(), tool_call_id="c2")
+        other = flows.next(timeout=TIMEOUT)
+        fake.cancel(handle)
+        with pytest.raises(FlowAlreadyCompleted):
+            client.submit(other, Cancel.of(other))
+        assert client.respond(other, Cancel.of(other)) == SubmitNotSent(
+            other.flow_id, "flow_completed"
+        )
     assert len(fake.submits) == 1
 
 
@@ -49,7 +62,7 @@ def test_sync_waits_are_bounded_and_typed(fake: FakeHost) -> None:
         assert client.await_result(ticket, timeout=0.01) == SubmitTimedOut(ticket, 0.01)
         fake.end_session()
         lost = client.await_result(ticket, timeout=TIMEOUT)
-        assert lost == SubmitLost(flow.flow_id, "session_ended", ticket)
+        assert lost == SubmitLost(ticket, "session_ended")
 
 
 def test_sync_client_must_be_started() -> None:
