@@ -1,10 +1,11 @@
 """A local web approval page: each open form, with the bridge's own buttons.
 
-The buttons are an explicit ``ApprovalMapping`` declared for each form from its own values ("Approve"
-sends value ``yes`` of question ``deploy``, "Reject" sends ``no``, "Dismiss" cancels). A form it
-does not fit gets no buttons and is left to the person in Pi. Nothing is inferred from
-labels or button names. The page listens on 127.0.0.1 only, and every post must carry the
-page's random token, so another site cannot press a button through the person's browser.
+The buttons are an explicit ``ApprovalMapping`` declared for each form from its own values
+("Approve" sends value ``yes`` of question ``deploy``, "Reject" sends ``no``, "Dismiss"
+cancels). A form it does not fit gets no buttons and is left to the person in Pi. Nothing is
+inferred from labels or button names. The page listens on 127.0.0.1 only, and every post must
+carry the page's random token, so another site cannot press a button through the person's
+browser.
 
 It is a plain threaded ``http.server``, so it uses ``SyncBridgeClient``.
 

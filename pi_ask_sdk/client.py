@@ -55,9 +55,9 @@ from .outcomes import (
     BridgeEvent,
     FlowCompleted,
     FlowStarted,
+    RespondOutcome,
     SessionEnded,
     SubmitAccepted,
-    RespondOutcome,
     SubmitLost,
     SubmitNotSent,
     SubmitOutcome,
@@ -271,10 +271,10 @@ class BridgeClient:
 
         The waiter is armed before the submit is emitted (an in-process host acknowledges inside
         the emit). Refused locally, with nothing sent: a response, or any piece of an answer,
-        taken from another flow (``FlowMismatch``), a flow that already accepted a submit or completed
-        (``FlowAlreadyAnswered`` / ``FlowAlreadyCompleted``), a flow dropped when the session
-        ended (``ConnectionLost``). ``request_id`` defaults to a fresh random id:
-        ``request_id_prefix``, ``-`` and 128 bits from the OS as 32 hex digits.
+        taken from another flow (``FlowMismatch``), a flow that already accepted this client's
+        submit or completed (``FlowAlreadyAnswered`` / ``FlowAlreadyCompleted``), a flow dropped
+        when the session ended (``ConnectionLost``). ``request_id`` defaults to a fresh random
+        id: ``request_id_prefix``, ``-`` and 128 bits from the OS as 32 hex digits.
         """
         ticket = self._prepare(flow, response, request_id)
         rid, flow_id = ticket.request_id, ticket.flow_id

@@ -77,8 +77,8 @@ __all__ = [
     "HostClosed",
     "InvalidArgument",
     "InvalidCustomText",
-    "InvalidOptionNote",
     "InvalidForm",
+    "InvalidOptionNote",
     "InvalidRequestId",
     "InvalidResponse",
     "InvalidSelection",
@@ -130,7 +130,9 @@ BridgeErrorCode = Literal[
     "transport_check_failed",
 ]
 
-SelectProblem = Literal["duplicate_value", "too_many_values", "value_with_custom_text", "unknown_value"]
+SelectProblem = Literal[
+    "duplicate_value", "too_many_values", "value_with_custom_text", "unknown_value"
+]
 """The rules ``AnswerBuilder.select`` can break, in the host's order (``unknown_value`` only for
 a flow id the host re-announced with other options)."""
 CustomTextProblem = Literal["value_with_custom_text"]
@@ -142,7 +144,9 @@ ResponseProblem = Literal[SelectProblem, CustomTextProblem, OptionNoteProblem]
 would refuse it with (as ``invalid_answer``), checked locally in the host's order. Only the rules
 a typed builder can break: the JSON-shape rules of ``pi_ask_core.AnswerRule`` cannot occur."""
 
-MismatchedPiece = Literal["response", "answer", "question", "question id", "option value", "approval mapping"]
+MismatchedPiece = Literal[
+    "response", "answer", "question", "question id", "option value", "approval mapping"
+]
 """What ``FlowMismatch`` found taken from another flow."""
 
 ApprovalProblem = Literal["question_not_in_form", "value_not_in_question", "unknown_button"]

@@ -54,7 +54,6 @@ from .errors import (
     InvalidOptionNote,
     InvalidSelection,
     OptionNoteProblem,
-    SelectProblem,
     UnknownOption,
     UnknownQuestion,
 )
@@ -242,7 +241,9 @@ def check_pieces(flow_id: FlowId, response: Answer[F] | Cancel[F]) -> None:
             raise FlowMismatch(flow_id, other, "answer")
         for value in (*entry.values, *(value for value, _ in entry.option_notes)):
             if not isinstance(value, OptionValue):
-                raise InvalidArgument("submit", "response", "an Answer built by AnswerBuilder", value)
+                raise InvalidArgument(
+                    "submit", "response", "an Answer built by AnswerBuilder", value
+                )
             owner = value.question_id
             if owner is not qid:
                 other = _foreign(flow_id, owner)

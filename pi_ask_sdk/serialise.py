@@ -24,7 +24,7 @@ plain strings; nothing read back is ever taken as a value unless the form has it
 
 from __future__ import annotations
 
-from typing import TypeAlias, Union, cast
+from typing import TypeAlias, cast
 
 import msgspec
 
@@ -55,27 +55,28 @@ __all__ = [
     "to_json",
 ]
 
-JsonValue: TypeAlias = Union[str, int, float, bool, None, list["JsonValue"], dict[str, "JsonValue"]]
+JsonValue: TypeAlias = str | int | float | bool | list["JsonValue"] | dict[str, "JsonValue"] | None
 """Decoded JSON."""
 JsonObject: TypeAlias = dict[str, JsonValue]
 
-Serialisable: TypeAlias = Union[
-    FlowView[F],
-    QuestionView[F],
-    OptionView[F],
-    Answer[F],
-    Cancel[F],
-    UncheckedAnswer[F],
-    SubmitAccepted,
-    SubmitRejected,
-    SubmitTimedOut,
-    SubmitLost,
-    SubmitNotSent,
-    FlowStarted,
-    FlowCompleted,
-    SessionEnded,
-]
+Serialisable: TypeAlias = (
+    FlowView[F]
+    | QuestionView[F]
+    | OptionView[F]
+    | Answer[F]
+    | Cancel[F]
+    | UncheckedAnswer[F]
+    | SubmitAccepted
+    | SubmitRejected
+    | SubmitTimedOut
+    | SubmitLost
+    | SubmitNotSent
+    | FlowStarted
+    | FlowCompleted
+    | SessionEnded
+)
 """What ``to_json`` and ``to_data`` take."""
+
 
 def _builtins(struct: msgspec.Struct) -> JsonObject:
     return cast("JsonObject", msgspec.to_builtins(struct))

@@ -38,8 +38,8 @@ from pi_ask_core import (
     Handler,
     LocalEventBus,
     ResultMode,
-    SubmitEvent,
     Skipped,
+    SubmitEvent,
     Unsubscribe,
     decode_event,
 )

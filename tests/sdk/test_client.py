@@ -37,7 +37,13 @@ from pi_ask_sdk import (
     UnknownTicket,
     WaitTimeout,
 )
-from pi_ask_sdk.testing import UncheckedAnswer, FakeHost, ScriptedTransport, unchecked_answer, yes_no_params
+from pi_ask_sdk.testing import (
+    FakeHost,
+    ScriptedTransport,
+    UncheckedAnswer,
+    unchecked_answer,
+    yes_no_params,
+)
 
 from .conftest import MULTI_FORM, TIMEOUT
 from .helpers import ack_payload, completed_payload, started_payload

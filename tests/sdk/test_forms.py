@@ -29,7 +29,8 @@ def test_view_carries_the_started_event(flow: FlowView) -> None:
     assert flow.flow_id == "tool:plan"
     assert flow.tool_call_id == "plan"
     assert flow.source == "tool"
-    assert flow.title is not None and flow.title.render() == "Plan"
+    assert flow.title is not None
+    assert flow.title.render() == "Plan"
     assert flow.replay is False
     assert flow.question_ids == ("deploy", "targets", "layout")
     deploy = flow.question("deploy")
@@ -43,7 +44,8 @@ def test_view_carries_the_started_event(flow: FlowView) -> None:
         None,
     )
     yes = deploy.option("yes")
-    assert yes.badge is not None and yes.badge.render() == "recommended"
+    assert yes.badge is not None
+    assert yes.badge.render() == "recommended"
     assert f"{yes.label} ({yes.badge})" == "Ship it (recommended)"
     assert str(flow.question("layout").option("grid").preview) == "[][]"
     assert str(deploy.label) == "Deploy"

@@ -399,7 +399,8 @@ def test_a_mapping_of_another_flow_is_refused_naming_both_flows() -> None:
         "tool:call-1",
         "approval mapping",
     )
-    assert "tool:again" in str(error) and "tool:call-1" in str(error)
+    assert "tool:again" in str(error)
+    assert "tool:call-1" in str(error)
 
 
 def test_mapping_fails_loudly_on_a_missing_question() -> None:

@@ -1,4 +1,6 @@
-"""Typing pass/fail cases, checked with mypy ``--strict --warn-unused-ignores``.
+"""Typing pass/fail cases, checked with mypy ``--strict --warn-unused-ignores`` plus what
+docs/bridges.md recommends to bridges (``warn_unreachable``, ``enable_error_code =
+truthy-bool``).
 
 ``pass/*.py`` are realistic bridge snippets that must type-check clean. Each ``fail/*.py`` marks
 every line mypy must reject with ``# type: ignore[<code>]``, and is checked twice:
@@ -45,6 +47,8 @@ _CONFIG = """\
 [mypy]
 strict = True
 warn_unused_ignores = True
+warn_unreachable = True
+enable_error_code = truthy-bool
 python_version = 3.10
 mypy_path = {stubs}
 cache_dir = {cache}

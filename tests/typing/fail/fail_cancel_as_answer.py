@@ -31,9 +31,9 @@ def answer_kind_cancel(flow: FlowView) -> None:
 def button_response_taken_for_an_answer(flow: FlowView, button: str) -> None:
     deploy = flow.question("deploy")
     mapping = ApprovalMapping(
-        {"Approve": SelectOption(deploy.value("yes")), "Dismiss": CancelFlow()}
+        flow, {"Approve": SelectOption(deploy.value("yes")), "Dismiss": CancelFlow()}
     )
-    response = mapping.bind(flow).response(button)
+    response = mapping.response(button)
     print(response.answers)  # type: ignore[union-attr]
     needs_answer(response)  # type: ignore[arg-type]
 

@@ -5,14 +5,17 @@ from __future__ import annotations
 from typing_extensions import assert_never
 
 from pi_ask_sdk import (
+    AnswerBuilder,
     BridgeClient,
     BridgeEvent,
     FlowCompleted,
     FlowStarted,
     FlowView,
+    RespondOutcome,
     Response,
     SubmitAccepted,
     SubmitLost,
+    SubmitNotSent,
     SubmitOutcome,
     SubmitRejected,
     SubmitTicket,
@@ -60,11 +63,41 @@ def treats_everything_else_as_a_rejection(outcome: SubmitOutcome) -> str:
 async def respond_is_not_two_outcomes(client: BridgeClient, flow: FlowView, r: Response) -> None:
     outcome: SubmitAccepted | SubmitRejected = await client.respond(flow, r)  # type: ignore[assignment]
     print(outcome)
+    # respond may send nothing: its outcome is not a sent submit's
+    sent: SubmitOutcome = await client.respond(flow, r)  # type: ignore[assignment]
+    print(sent)
 
 
-def lost_may_have_sent_nothing(lost: SubmitLost, timed_out: SubmitTimedOut) -> SubmitTicket:
-    print(timed_out.ticket.request_id)  # fine: a timed-out submit was sent
-    return lost.ticket  # type: ignore[return-value]
+def not_sent_has_no_ticket(
+    not_sent: SubmitNotSent, lost: SubmitLost, timed_out: SubmitTimedOut
+) -> SubmitTicket:
+    print(timed_out.ticket.request_id, lost.ticket.request_id)  # fine: both were sent
+    print(not_sent.ticket)  # type: ignore[attr-defined]
+    return lost.ticket
+
+
+def forgets_that_respond_may_send_nothing(outcome: RespondOutcome) -> str:
+    match outcome:
+        case SubmitAccepted() | SubmitRejected() | SubmitTimedOut() | SubmitLost():
+            return outcome.kind
+        case _:
+            assert_never(outcome)  # type: ignore[arg-type]
+
+
+def outcome_as_a_bool(outcome: SubmitOutcome) -> None:
+    """An outcome has no truth value: every case would pass for "it worked"."""
+    if outcome:  # type: ignore[truthy-bool]
+        print("sent?")
+    assert outcome  # type: ignore[truthy-bool]
+    failed = not outcome  # type: ignore[truthy-bool]
+    print(failed)
+
+
+async def respond_as_a_bool(client: BridgeClient, flow: FlowView) -> None:
+    if await client.respond(flow, AnswerBuilder(flow).build()):  # type: ignore[truthy-bool]
+        print("answered?")
+    while not await client.respond(flow, AnswerBuilder(flow).build()):  # type: ignore[truthy-bool]
+        print("retry?")  # type: ignore[unreachable]
 
 
 def forgets_session_end(event: BridgeEvent) -> str:

@@ -7,7 +7,6 @@ from pi_ask_sdk import (
     Answer,
     AnswerBuilder,
     ApprovalMapping,
-    BoundApproval,
     CancelFlow,
     FlowView,
     OptionValue,
@@ -34,10 +33,10 @@ def answer_without_the_builder(flow: FlowView) -> None:
 def mapping_from_strings(flow: FlowView) -> None:
     SelectOption("yes")  # type: ignore[arg-type]
     SelectOption("deploy", "yes")  # type: ignore[call-arg, arg-type]
-    ApprovalMapping({"Approve": "yes", "Dismiss": CancelFlow()})  # type: ignore[dict-item]
+    ApprovalMapping(flow, {"Approve": "yes", "Dismiss": CancelFlow()})  # type: ignore[dict-item]
 
 
-def mapping_is_read_only(bound: BoundApproval, other: FlowView) -> None:
+def mapping_is_read_only(bound: ApprovalMapping, other: FlowView) -> None:
     bound.flow = other  # type: ignore[misc]
     action = bound.action("Approve")
     if isinstance(action, SelectOption):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import TypeVar
 
 from typing_extensions import assert_never, assert_type
 
@@ -14,20 +15,23 @@ from pi_ask_sdk import (
     BridgeEvent,
     Cancel,
     ClientStream,
+    ConnectionLostReason,
     DisplayText,
     FlowCompleted,
     FlowId,
     FlowStarted,
     FlowView,
-    LostReason,
+    NotSentReason,
     OptionValue,
     OptionView,
     QuestionId,
     QuestionView,
+    RespondOutcome,
     Response,
     SessionEnded,
     SubmitAccepted,
     SubmitLost,
+    SubmitNotSent,
     SubmitOutcome,
     SubmitRejected,
     SubmitTicket,
@@ -47,31 +51,35 @@ FORM: AskParams = {
 }
 
 
-def choose(flow: FlowView) -> Answer:
+F = TypeVar("F")  # one form: a handler generic in it cannot mix two forms
+
+
+def choose(flow: FlowView[F]) -> Answer[F]:
     deploy = flow.question("deploy")
-    assert_type(deploy, QuestionView)
-    assert_type(deploy.id, QuestionId)
+    assert_type(deploy, QuestionView[F])
+    assert_type(deploy.id, QuestionId[F])
     assert_type(flow.flow_id, FlowId)
     no = deploy.value("no")
-    assert_type(no, OptionValue)
-    assert_type(no.question_id, QuestionId)
+    assert_type(no, OptionValue[F])
+    assert_type(no.question_id, QuestionId[F])
+    assert_type(no.question_id.flow_id, FlowId)
     print(no == "no", no.upper(), f"{no}")  # a value is a str: compare, log, format it
-    assert_type(deploy.option("yes"), OptionView)
-    assert_type(deploy.values, tuple[OptionValue, ...])
+    assert_type(deploy.option("yes"), OptionView[F])
+    assert_type(deploy.values, tuple[OptionValue[F], ...])
     builder = AnswerBuilder(flow).select(deploy, no).note(deploy.id, "not on a Friday")
-    assert_type(builder, AnswerBuilder)
+    assert_type(builder, AnswerBuilder[F])
     return builder.build()
 
 
 def show(question: QuestionView) -> list[str]:
-    """Display text renders with str() / .text / f-strings, and is never a value."""
+    """Display text renders with f-strings, str() or .render(), and is never a value."""
     assert_type(question.label, DisplayText)
     assert_type(question.prompt, DisplayText)
-    lines = [f"{question.label}: {question.prompt.text}"]
+    lines = [f"{question.label}: {question.prompt.render()}"]
     for option in question.options:
-        assert_type(option.recommended, DisplayText | None)
-        marker = f" ({option.recommended})" if option.recommended else ""
-        lines.append(f"{option.position}. {option.label:<12}{marker} [{option.value}]")
+        assert_type(option.badge, DisplayText | None)
+        badge = "" if option.badge is None else f" ({option.badge})"
+        lines.append(f"{option.position}. {option.label:<12}{badge} [{option.value}]")
     return lines
 
 
@@ -86,9 +94,21 @@ def describe(outcome: SubmitOutcome) -> str:
         case SubmitTimedOut(timeout=timeout, acknowledged=acknowledged):
             return f"no outcome within {timeout} s (acknowledged: {acknowledged}); fate unknown"
         case SubmitLost(reason=reason, ticket=ticket):
-            assert_type(reason, LostReason)
-            assert_type(ticket, SubmitTicket | None)
-            return f"lost ({reason}); sent: {outcome.sent}"
+            assert_type(reason, ConnectionLostReason)  # no "flow_completed": it was sent
+            assert_type(ticket, SubmitTicket)
+            return f"lost ({reason}) after sending {ticket.request_id}"
+        case _:
+            assert_never(outcome)
+
+
+def describe_respond(outcome: RespondOutcome) -> str:
+    """respond() adds the one case where nothing was sent."""
+    match outcome:
+        case SubmitNotSent(reason=reason):
+            assert_type(reason, NotSentReason)
+            return f"nothing sent ({reason})"
+        case SubmitAccepted() | SubmitRejected() | SubmitTimedOut() | SubmitLost():
+            return describe(outcome)
         case _:
             assert_never(outcome)
 
@@ -150,7 +170,8 @@ async def main() -> None:
         response: Response = Cancel.of(second)
         assert_type(response, Answer | Cancel)
         again = await client.respond(second, response, timeout=5)
-        assert_type(again, SubmitOutcome)
+        assert_type(again, RespondOutcome)
+        print(describe_respond(again))
         if isinstance(again, SubmitAccepted):
             assert_type(again.completion, FlowCompleted)
         third_handle = host.open(FORM, tool_call_id="c3")

@@ -2,25 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, TypeVar
 
 from typing_extensions import assert_never, assert_type
 
 from pi_ask_sdk import (
     Answer,
     ApprovalMapping,
-    BoundApproval,
     ButtonAction,
     Cancel,
     CancelFlow,
     FlowView,
     OptionValue,
     QuestionId,
+    RespondOutcome,
     Response,
     SelectOption,
     SubmitAccepted,
     SubmitLost,
-    SubmitOutcome,
+    SubmitNotSent,
     SubmitRejected,
     SubmitTicket,
     SubmitTimedOut,
@@ -29,18 +29,20 @@ from pi_ask_sdk import (
 )
 from pi_ask_sdk.testing import FakeHost, yes_no_params
 
+F = TypeVar("F")
 
-def buttons(flow: FlowView) -> BoundApproval:
-    """The buttons for one form, from its own values (a form without them raises)."""
+
+def buttons(flow: FlowView[F]) -> ApprovalMapping[F]:
+    """The buttons for one form, declared from its own values (a form without them raises)."""
     deploy = flow.question("deploy")
-    mapping = ApprovalMapping(
+    return ApprovalMapping(
+        flow,
         {
             "Approve": SelectOption(deploy.value("yes")),
             "Reject": SelectOption(deploy.value("no")),
             "Dismiss": CancelFlow(),
-        }
+        },
     )
-    return mapping.bind(flow)
 
 
 def button_text(action: ButtonAction) -> str:
@@ -72,7 +74,7 @@ def main() -> None:
         host.open(yes_no_params("deploy"), tool_call_id="c1")
         flow = flows.next(timeout=1)
         bound = buttons(flow)
-        assert_type(bound, BoundApproval)
+        assert_type(bound, ApprovalMapping)
         for name in bound.buttons:
             print(name, button_text(bound.action(name)))
         response = bound.response("Approve")
@@ -94,7 +96,16 @@ def main() -> None:
         host.open(yes_no_params("deploy"), tool_call_id="c2")
         second = flows.next(timeout=1)
         dismissed = buttons(second).response("Dismiss")
-        assert_type(client.respond(second, dismissed, timeout=5), SubmitOutcome)
+        assert_type(client.respond(second, dismissed, timeout=5), RespondOutcome)
+        third_handle = host.open(yes_no_params("deploy"), tool_call_id="c3")
+        third = flows.next(timeout=1)
+        host.cancel(third_handle)  # the person in Pi got there first
+        again = client.respond(third, buttons(third).response("Approve"), timeout=5)
+        match again:
+            case SubmitNotSent(reason=reason):
+                print("nothing sent:", reason)
+            case _:
+                print(again.kind)
 
 
 if __name__ == "__main__":
