@@ -173,7 +173,7 @@ class AskQuestionSummary(_Wire, frozen=True, kw_only=True):
 
 
 class AskResultAnswer(_Wire, frozen=True, kw_only=True):
-    values: list[OptionValueStr]
+    values: list[str]  # the selected option values, then the custom text if any (not a value)
     labels: list[LabelStr]
     indices: list[int]
     custom_text: str | UnsetType = UNSET

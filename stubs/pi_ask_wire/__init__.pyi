@@ -2,17 +2,25 @@
 
 Generated from pi_ask_core.protocol by `python -m pi_ask_core.schema`; do not edit.
 Keys that may be absent are NotRequired; they are never null. Option values and labels
-are distinct types (both str at run time), so a label never type-checks as a value.
+are distinct types (both str at run time): a label never type-checks as a value, nor as
+any str, and compares only with another label.
 """
 
-from typing import Literal, NewType
+from typing import Literal, NewType, final
 
 from typing_extensions import NotRequired, TypedDict
 
 OptionValue = NewType("OptionValue", str)
 """An option value of a started form: what a bridge sends to select that option."""
-Label = NewType("Label", str)
-"""A label: display text only, never sent to select anything."""
+
+
+@final
+class Label:
+    """A label: display text only, never sent to select anything. A str at run time,
+    typed as display text: render it with an f-string or str(); it passes nowhere a str
+    or a value goes, and compares (under --strict-equality) only with another Label."""
+
+    def __format__(self, format_spec: str, /) -> str: ...
 
 
 class AskOption(TypedDict):
@@ -50,7 +58,7 @@ class AskQuestionSummary(TypedDict):
     presentedType: NotRequired[Literal['single', 'multi', 'preview']]
 
 class AskResultAnswer(TypedDict):
-    values: list[OptionValue]
+    values: list[str]
     labels: list[Label]
     indices: list[int]
     customText: NotRequired[str]

@@ -399,7 +399,7 @@ def test_the_host_users_own_answers(tool_pi: PiProcess) -> None:
             second, {"kind": "answer", "answers": {"q": {"values": ["b"]}}}
         )
         assert done["ok"] is True
-        assert done["result"]["answers"]["q"]["labels"] == ["Beta"]
+        assert [f"{label}" for label in done["result"]["answers"]["q"]["labels"]] == ["Beta"]
         assert relay.event()[0] == COMPLETED
         relay.submit(submit_of(second, "late", ["a"]))
         channel, ack = relay.event()

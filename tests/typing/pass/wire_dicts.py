@@ -59,6 +59,9 @@ def on_message(channel: str, raw: str) -> SubmitEvent | None:
     if channel == "pi-agent-ask:completed" and isinstance(data, dict):
         completed = cast("CompletedEvent", data)
         assert_type(completed["result"]["cancelled"], bool)
+        for answer in completed["result"]["answers"].values():
+            assert_type(answer["values"], list[str])  # option values, then any custom text
+            print(", ".join(f"{label}" for label in answer["labels"]))  # labels render
     return None
 
 
