@@ -11,17 +11,22 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from typing_extensions import TypedDict, Unpack
 
 from pi_ask_core import AskResult
+from pi_ask_sdk._params import AskParams
 from pi_ask_sdk.client import BridgeClient
+from pi_ask_sdk.responses import Answer, Cancel, UncheckedAnswer
 from pi_ask_sdk.standin import StandinThread, standin_extension_path
 
 from ._errors import PiFailed
 from ._install import PiEnv
 from ._records import PiRecord, StandinReport, report_of
+
+if TYPE_CHECKING:
+    from pi_ask_wire import RemoteResponse
 
 __all__ = ["FAUX_MODEL", "WAIT", "PiProcess", "RelayOptions", "make_private_dir"]
 
@@ -398,7 +403,7 @@ class PiProcess:
 
     def open_form(
         self,
-        params: Mapping[str, object],
+        params: AskParams,
         *,
         tool_call_id: str | None = None,
         timeout: float = WAIT,
@@ -435,6 +440,8 @@ class PiProcess:
     ) -> str:
         """Make the scripted model call ``ask_user`` with ``params`` (a real tool call, whose
         result goes back to Pi's agent); returns the flow id ``tool:<tool_call_id>`` at once.
+        ``params`` is the raw tool input, checked by the host (invalid input on purpose gives
+        the ``invalid_input`` result); ``open_form`` takes only a typed form.
 
         Waits first (within ``timeout``) until the agent is idle (``wait_idle``): Pi refuses a
         prompt while a run is going, e.g. the model's reply to the previous call's result."""
@@ -459,10 +466,20 @@ class PiProcess:
         spec = json.dumps({"flowId": flow_id, "answers": answers})
         return self.test_command("local", spec)
 
-    def complete_form(self, flow_id: str, response: Mapping[str, object]) -> StandinReport:
-        """The host's own user submits ``response`` (a ``RemoteAskResponse``) on ``flow_id``.
+    def complete_form(
+        self,
+        flow_id: str,
+        response: Answer | Cancel | UncheckedAnswer | RemoteResponse,
+    ) -> StandinReport:
+        """The host's own user submits ``response`` on ``flow_id``: an SDK ``Answer`` /
+        ``Cancel`` / ``UncheckedAnswer``, or the raw JSON (``pi_ask_wire.RemoteResponse``).
         Returns the stand-in's report (``ok`` and ``result``, else ``error`` and ``message``)."""
-        spec = json.dumps({"flowId": flow_id, "response": response})
+        raw = (
+            response.to_builtins()
+            if isinstance(response, (Answer, Cancel, UncheckedAnswer))
+            else response
+        )
+        spec = json.dumps({"flowId": flow_id, "response": raw})
         return self.test_command("complete", spec)
 
     def cancel_form(self, flow_id: str) -> bool:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from typing_extensions import TypedDict, Unpack
 
+from pi_ask_sdk._params import AskParams
 from pi_ask_sdk.standin import StandinThread
 
 from ._install import Flavour, PiEnv, install_pi, locate_pi
@@ -75,7 +76,7 @@ def real_pi(
         yield pi
 
 
-def single_question(qid: str = "q", *, required: bool = False) -> dict[str, object]:
+def single_question(qid: str = "q", *, required: bool = False) -> AskParams:
     """A one-question single-choice form (ask_user input): options ``a`` (Alpha), ``b`` (Beta)."""
     return {
         "title": "Choose",

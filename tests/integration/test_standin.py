@@ -13,7 +13,7 @@ import os
 import socket
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import msgspec
 import pytest
@@ -29,6 +29,9 @@ from tests.integration.pi_process import (
     single_question,
 )
 from tests.spec_examples import EXAMPLES
+
+if TYPE_CHECKING:
+    from pi_ask_wire import RemoteResponse
 
 pytestmark = pytest.mark.pi
 
@@ -395,9 +398,9 @@ def test_the_host_users_own_answers(tool_pi: PiProcess) -> None:
         bad = tool_pi.complete_form(second, {"kind": "answer", "answers": {"x": {}}})
         assert (bad["ok"], bad["error"]) == (False, "invalid_answer")
         assert second in tool_pi.open_flow_ids()
-        done = tool_pi.complete_form(
-            second, {"kind": "answer", "answers": {"q": {"values": ["b"]}}}
-        )
+        # Raw JSON, as a TUI user's submit arrives (values typed as the form's own by the stubs).
+        raw = cast("RemoteResponse", {"kind": "answer", "answers": {"q": {"values": ["b"]}}})
+        done = tool_pi.complete_form(second, raw)
         assert done["ok"] is True
         assert [f"{label}" for label in done["result"]["answers"]["q"]["labels"]] == ["Beta"]
         assert relay.event()[0] == COMPLETED

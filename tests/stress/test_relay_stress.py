@@ -21,6 +21,7 @@ from pi_ask_sdk import (
     SubmitAccepted,
     SubmitRejected,
 )
+from pi_ask_sdk.testing import AskParams
 from pi_ask_sdk.transports.relay import RelayTransport
 from tests.integration.pi_process import (
     TIMEOUT,
@@ -38,7 +39,7 @@ pytestmark = pytest.mark.pi
 MB = 1_000_000
 
 
-def big_form(size: int, title: str = "Big") -> dict[str, object]:
+def big_form(size: int, title: str = "Big") -> AskParams:
     form = single_question()
     form["title"] = title + " " + "x" * size
     return form
@@ -138,7 +139,7 @@ def wait_stderr(pi: PiProcess, text: str, timeout: float = TIMEOUT) -> str:
 async def test_a_9_mb_form_reaches_a_client_and_is_answered(module_pi: PiProcess) -> None:
     preview = module_pi.workdir / "big-preview.txt"
     preview.write_text("line of a large preview file\n" * (9 * MB // 29 + 1))
-    form = {
+    form: AskParams = {
         "title": "Review the big file",
         "questions": [
             {

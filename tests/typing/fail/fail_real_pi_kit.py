@@ -23,3 +23,12 @@ def report_keys(pi: PiProcess) -> None:
     report = pi.complete_form("tool:x", {"kind": "cancel"})
     ok: str = report["ok"]  # type: ignore[assignment]
     print(ok, report["flow_id"])  # type: ignore[typeddict-item]
+
+
+def typed_forms_and_responses(pi: PiProcess) -> None:
+    """Item 6: open_form takes the typed ask_user input, complete_form an SDK response or the
+    wire's RemoteResponse."""
+    pi.open_form({"questions": [{"id": "q", "options": [{"label": "Yes"}]}]})  # type: ignore[typeddict-item]
+    pi.open_form({"questions": [], "titel": "typo"})  # type: ignore[typeddict-unknown-key]
+    pi.complete_form("tool:x", {"kind": "answer", "answers": {"q": {"labels": ["Yes"]}}})  # type: ignore[arg-type]
+    pi.complete_form("tool:x", {"kind": "approve"})  # type: ignore[arg-type]
