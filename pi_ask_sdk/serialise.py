@@ -224,8 +224,9 @@ def response_from_json(flow: FlowView[F], data: str | bytes | JsonObject) -> Res
 
 
 def _answer_one(builder: AnswerBuilder[F], question: QuestionView[F], entry: RemoteAnswer) -> None:
-    if entry.values is not msgspec.UNSET:
-        builder.select(question, *[question.value(value) for value in entry.values])
+    # Always an entry for the question, as sent (``{}`` too), then what it holds.
+    values = () if entry.values is msgspec.UNSET else entry.values
+    builder.select(question, *[question.value(value) for value in values])
     if entry.custom_text is not msgspec.UNSET:
         builder.custom_text(question, entry.custom_text)
     if entry.note is not msgspec.UNSET:

@@ -88,6 +88,13 @@ def test_responses_are_submit_shaped_and_come_back_checked(flow: FlowView) -> No
     data = to_data(answer)
     assert data == {"flowId": "tool:plan", "response": answer.to_builtins()}
     assert response_from_json(flow, to_json(answer)) == answer
+    empty = AnswerBuilder(flow).select(deploy).build()  # an entry with nothing in it
+    assert to_data(empty)["response"] == {
+        "kind": "answer",
+        "mode": "submit",
+        "answers": {"deploy": {}},
+    }
+    assert response_from_json(flow, to_json(empty)) == empty
     cancel = Cancel.of(flow)
     assert to_data(cancel) == {"flowId": "tool:plan", "response": {"kind": "cancel"}}
     assert response_from_json(flow, to_data(cancel)) == cancel
