@@ -5,8 +5,8 @@ from __future__ import annotations
 import msgspec
 
 from pi_ask_core import STARTED, StartedEvent
-from pi_ask_sdk import FlowView
-from pi_ask_sdk.testing import AskParams, FakeHost
+from pi_ask_sdk import BridgeClient, FlowId, FlowView, SubmitRejected
+from pi_ask_sdk.testing import AskParams, FakeHost, unchecked_answer, yes_no_params
 
 
 def view_of(params: AskParams, *, tool_call_id: str = "call-1") -> FlowView:
@@ -59,3 +59,16 @@ def ack_payload(request_id: str, flow_id: str, *, ok: bool = True) -> dict[str, 
         "error": "invalid_answer",
         "message": "nope",
     }
+
+
+async def refused_by_label(
+    host: FakeHost, client: BridgeClient, tool_call_id: str
+) -> SubmitRejected:
+    """Open a yes/no form and submit a label as its value past the builder's checks: the host
+    refuses it (``invalid_answer``)."""
+    host.open(yes_no_params("deploy"), tool_call_id=tool_call_id)
+    flow = client.open_flows[FlowId(f"tool:{tool_call_id}")]  # an in-process host: open now
+    ticket = await client.submit(flow, unchecked_answer(flow, {"deploy": ["Yes"]}))
+    outcome = await client.await_result(ticket, timeout=2.0)
+    assert isinstance(outcome, SubmitRejected)
+    return outcome

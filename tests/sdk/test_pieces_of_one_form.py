@@ -14,6 +14,7 @@ from pi_ask_sdk import (
     ApprovalMapping,
     Cancel,
     CancelFlow,
+    FlowId,
     FlowMismatch,
     FlowView,
     InvalidArgument,
@@ -22,14 +23,13 @@ from pi_ask_sdk import (
     SubmitAccepted,
     SubmitLost,
     SubmitNotSent,
-    SubmitRejected,
     SubmitTimedOut,
     UnknownOption,
 )
 from pi_ask_sdk.testing import FakeHost, unchecked_answer, yes_no_params
 
 from .conftest import TIMEOUT
-from .helpers import view_of
+from .helpers import refused_by_label, view_of
 
 
 @pytest.fixture
@@ -177,25 +177,17 @@ async def test_an_outcome_has_no_truth_value() -> None:
         with pytest.raises(TypeError):
             assert outcome  # type: ignore[truthy-bool]
         handle = host.open(yes_no_params("deploy"), tool_call_id="b")
-        second = await client.flows().next(timeout=TIMEOUT)
-        while second.flow_id != "tool:b":
-            second = await client.flows().next(timeout=TIMEOUT)
+        second = client.open_flows[FlowId("tool:b")]
         host.cancel(handle)
         not_sent = await client.respond(second, Cancel.of(second), timeout=TIMEOUT)
         assert not_sent == SubmitNotSent(second.flow_id, "flow_completed")
         with pytest.raises(TypeError):
             bool(not_sent)
-        host.open(yes_no_params("deploy"), tool_call_id="c")
-        third = await client.flows().next(timeout=TIMEOUT)
-        while third.flow_id != "tool:c":
-            third = await client.flows().next(timeout=TIMEOUT)
-        ticket = await client.submit(third, unchecked_answer(third, {"deploy": ["Yes"]}))
-        rejected = await client.await_result(ticket, timeout=TIMEOUT)
-        assert isinstance(rejected, SubmitRejected)
+        rejected = await refused_by_label(host, client, "c")
         for outcome_of_a_sent_submit in (
             rejected,
-            SubmitTimedOut(ticket, TIMEOUT),
-            SubmitLost(ticket, "closed"),
+            SubmitTimedOut(rejected.ticket, TIMEOUT),
+            SubmitLost(rejected.ticket, "closed"),
         ):
             with pytest.raises(TypeError):
                 bool(outcome_of_a_sent_submit)

@@ -22,7 +22,6 @@ from pi_ask_sdk import (
     SubmitAccepted,
     SubmitLost,
     SubmitNotSent,
-    SubmitRejected,
     SubmitTimedOut,
     UnknownOption,
     flow_from_json,
@@ -33,7 +32,7 @@ from pi_ask_sdk import (
 from pi_ask_sdk.testing import FakeHost, unchecked_answer, yes_no_params
 
 from .conftest import MULTI_FORM, TIMEOUT
-from .helpers import view_of
+from .helpers import refused_by_label, view_of
 
 
 @pytest.fixture
@@ -154,13 +153,8 @@ async def test_outcomes_and_events_serialise() -> None:
         assert isinstance(completed, FlowCompleted)
         assert to_data(completed) == data["completion"]
 
-        host.open(yes_no_params("deploy"), tool_call_id="b")
-        second = await client.flows().next(timeout=TIMEOUT)
-        while second.flow_id != "tool:b":
-            second = await client.flows().next(timeout=TIMEOUT)
-        ticket = await client.submit(second, unchecked_answer(second, {"deploy": ["Yes"]}))
-        rejected = await client.await_result(ticket, timeout=TIMEOUT)
-        assert isinstance(rejected, SubmitRejected)
+        rejected = await refused_by_label(host, client, "b")
+        ticket = rejected.ticket
         assert to_data(rejected) == {
             "kind": "rejected",
             "requestId": ticket.request_id,
