@@ -1,10 +1,11 @@
 """pi_ask_sdk: write bridges that answer Pi ask forms with explicit option values.
 
 ``BridgeClient`` follows forms as typed ``FlowView``s and submits ``Answer``s (built with
-``AnswerBuilder`` from the form's own values) or explicit ``Cancel``s; ``respond`` and
-``await_result`` return every outcome as a value (``SubmitAccepted | SubmitRejected |
-SubmitTimedOut | SubmitLost``). ``SyncBridgeClient`` does the same for
-code that is not async. Test helpers (``FakeHost``) live in ``pi_ask_sdk.testing``.
+``AnswerBuilder`` from the form's own values) or explicit ``Cancel``s; ``await_result`` returns
+every outcome as a value (``SubmitAccepted | SubmitRejected | SubmitTimedOut | SubmitLost``),
+``respond`` also ``SubmitNotSent``. ``SyncBridgeClient`` does the same for code that is not
+async. ``to_json`` writes views, responses and outcomes in the wire's shape. Test helpers
+(``FakeHost``) live in ``pi_ask_sdk.testing``.
 
 Every error the SDK raises is a ``PiAskError`` (``pi_ask_sdk.errors`` draws the tree), including
 the relay's (``NoRelayFound``, ``AmbiguousRelay``, ...), importable from here without loading the

@@ -386,8 +386,9 @@ class ConnectionLost(BridgeError):
     """The session ended or the connection to the host went away.
 
     Raised by ``submit`` for a flow that is gone and by streams that have ended; ``respond`` and
-    ``await_result`` report it as a ``SubmitLost`` outcome instead (a submit that may or may not
-    have been applied, never reported as an answer or a cancel).
+    ``await_result`` report it as an outcome instead: ``SubmitLost`` for a submit that was sent
+    (it may or may not have been applied), ``SubmitNotSent`` from ``respond`` when nothing was;
+    neither is ever reported as an answer or a cancel.
     """
 
     code: Literal["connection_lost"] = "connection_lost"
