@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from msgspec.structs import replace
 
-from pi_ask_core import STARTED
+from pi_ask_core import STARTED, InvalidForm
 from pi_ask_sdk import (
     AnswerBuilder,
     Cancel,
@@ -17,6 +19,7 @@ from pi_ask_sdk import (
     FlowStarted,
     FlowView,
     InvalidArgument,
+    InvalidResponse,
     InvalidSelection,
     SessionEnded,
     SubmitAccepted,
@@ -29,7 +32,7 @@ from pi_ask_sdk import (
     to_data,
     to_json,
 )
-from pi_ask_sdk.testing import FakeHost, unchecked_answer, yes_no_params
+from pi_ask_sdk.testing import AskParams, FakeHost, unchecked_answer, yes_no_params
 
 from .conftest import MULTI_FORM, TIMEOUT
 from .helpers import refused_by_label, view_of
@@ -186,3 +189,52 @@ async def test_outcomes_and_events_serialise() -> None:
 def test_anything_else_is_refused() -> None:
     with pytest.raises(InvalidArgument):
         to_data(object())  # type: ignore[arg-type]
+
+
+texts = st.text(st.characters(blacklist_categories=["Cs"]), min_size=1, max_size=12)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    title=texts,
+    values=st.lists(texts, min_size=1, max_size=4, unique=True),
+    label=texts,
+    multi=st.booleans(),
+    picks=st.lists(st.integers(min_value=0, max_value=3), max_size=3, unique=True),
+    custom=st.one_of(st.none(), texts),
+)
+def test_any_form_and_answer_round_trip(
+    title: str,
+    values: list[str],
+    label: str,
+    multi: bool,
+    picks: list[int],
+    custom: str | None,
+) -> None:
+    params: AskParams = {
+        "title": title,
+        "questions": [
+            {
+                "id": "q",
+                "prompt": title,
+                "type": "multi" if multi else "single",
+                "options": [{"value": value, "label": label} for value in values],
+            }
+        ],
+    }
+    try:
+        flow = view_of(params)
+    except InvalidForm:
+        return  # (blank text the host refuses is no form)
+    assert flow_from_json(to_json(flow)) == flow
+    question = flow.question("q")
+    chosen = [question.values[i] for i in picks if i < len(question.values)]
+    builder = AnswerBuilder(flow)
+    try:
+        builder.select(question, *chosen)
+        if custom is not None:
+            builder.custom_text(question, custom)
+    except InvalidResponse:
+        return  # (what the host would refuse is refused before any JSON)
+    answer = builder.build()
+    assert response_from_json(flow, to_json(answer)) == answer
