@@ -45,6 +45,7 @@ from pi_ask_core.answers import (
 )
 from pi_ask_core.js import is_blank
 
+from ._json import JsonObject
 from .errors import (
     ApprovalMappingError,
     CustomTextProblem,
@@ -105,7 +106,7 @@ class QuestionAnswer(msgspec.Struct, Generic[F], frozen=True, gc=False):
             option_notes=_plain_notes(self.option_notes) if self.option_notes else UNSET,
         )
 
-    def to_builtins(self) -> dict[str, object]:
+    def to_builtins(self) -> JsonObject:
         """The answer as decoded JSON (what the host's checks take)."""
         return _builtins(self)
 
@@ -119,9 +120,9 @@ def _plain_notes(notes: tuple[tuple[OptionValue[F], str], ...]) -> dict[str, str
     return {str(value): text for value, text in notes}
 
 
-def _builtins(answer: QuestionAnswer[F]) -> dict[str, object]:
+def _builtins(answer: QuestionAnswer[F]) -> JsonObject:
     """``QuestionAnswer.to_builtins``, in ``RemoteAnswer``'s field order."""
-    entry: dict[str, object] = {}
+    entry: JsonObject = {}
     values = answer.values
     if values:
         entry["values"] = _plain(values)
@@ -160,7 +161,7 @@ class Answer(msgspec.Struct, Generic[F], frozen=True, gc=False):
         answers = {str(qid): answer.to_wire() for qid, answer in self.answers}
         return AnswerResponse(mode=self.mode, answers=answers)
 
-    def to_builtins(self) -> dict[str, object]:
+    def to_builtins(self) -> JsonObject:
         """``msgspec.to_builtins(self.to_wire())``, built directly (what an in-process
         transport emits; ``tests/sdk/test_responses.py`` holds the two to the same result)."""
         answers = {str(qid): answer.to_builtins() for qid, answer in self.answers}
@@ -191,7 +192,7 @@ class Cancel(msgspec.Struct, Generic[F], frozen=True, gc=False):
     def to_wire(self) -> CancelResponse:
         return CancelResponse()
 
-    def to_builtins(self) -> dict[str, object]:
+    def to_builtins(self) -> JsonObject:
         """``msgspec.to_builtins(self.to_wire())``."""
         return {"kind": "cancel"}
 
@@ -218,7 +219,7 @@ class UncheckedAnswer(msgspec.Struct, Generic[F], frozen=True, gc=False):
         answers = {qid: RemoteAnswer(values=list(values)) for qid, values in self.answers}
         return AnswerResponse(mode=self.mode, answers=answers)
 
-    def to_builtins(self) -> dict[str, object]:
+    def to_builtins(self) -> JsonObject:
         """``msgspec.to_builtins(self.to_wire())``."""
         answers = {qid: {"values": list(values)} for qid, values in self.answers}
         return {"kind": "answer", "mode": self.mode, "answers": answers}

@@ -30,6 +30,7 @@ import msgspec
 
 from pi_ask_core import AnswerResponse, AskOption, CancelResponse, RemoteAnswer, StartedEvent
 
+from ._json import JsonObject, JsonValue
 from .errors import FlowMismatch, InvalidArgument
 from .forms import F, FlowId, FlowView, OptionView, QuestionView
 from .outcomes import (
@@ -54,10 +55,6 @@ __all__ = [
     "to_data",
     "to_json",
 ]
-
-JsonValue: TypeAlias = str | int | float | bool | list["JsonValue"] | dict[str, "JsonValue"] | None
-"""Decoded JSON."""
-JsonObject: TypeAlias = dict[str, JsonValue]
 
 Serialisable: TypeAlias = (
     FlowView[F]
@@ -116,7 +113,7 @@ def to_data(value: Serialisable[F]) -> JsonObject:
     if isinstance(value, OptionView):
         return _builtins(_option(value))
     if isinstance(value, (Answer, Cancel, UncheckedAnswer)):
-        return {"flowId": value.flow_id, "response": cast("JsonObject", value.to_builtins())}
+        return {"flowId": value.flow_id, "response": value.to_builtins()}
     if isinstance(value, SubmitAccepted):
         completion = _event(value.completion)
         return {"kind": "accepted", **_ticket(value.ticket), "completion": completion}

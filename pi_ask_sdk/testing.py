@@ -46,6 +46,7 @@ from pi_ask_core import (
 from pi_ask_core import AskParams as AskParamsStruct
 
 from ._conformance import CHECKS, check_transport
+from ._json import JsonValue
 from ._params import AskParams, AskParamsOption, AskParamsQuestion
 from .client import BridgeClient
 from .errors import ConnectionLost, TransportCheckFailed
@@ -84,7 +85,7 @@ class RecordedEvent:
     """One payload seen on the bus, as decoded JSON (``msgspec.to_builtins``)."""
 
     channel: str
-    data: object
+    data: JsonValue
 
 
 def unchecked_answer(
@@ -297,11 +298,11 @@ class FakeHost:
     def events(self) -> tuple[RecordedEvent, ...]:
         return tuple(self._records)
 
-    def recorded(self, channel: str) -> list[object]:
+    def recorded(self, channel: str) -> list[JsonValue]:
         """The payloads seen on ``channel`` (decoded JSON), oldest first."""
         return [event.data for event in self._records if event.channel == channel]
 
-    def _wellformed(self, channel: str) -> list[object]:
+    def _wellformed(self, channel: str) -> list[JsonValue]:
         # What the core decodes as the channel's payload; a malformed one put on the bus with
         # emit_raw stays in recorded() only (these are typed, and would otherwise lie).
         return [
