@@ -19,7 +19,7 @@ from pi_ask_core import CompletedEvent, StartedEvent
 from pi_ask_sdk import (
     AnswerBuilder,
     Cancel,
-    FlowAlreadyCompleted,
+    FlowAlreadyAnswered,
     FlowCompleted,
     FlowId,
     SubmitAccepted,
@@ -94,7 +94,7 @@ async def test_started_submit_result_and_completed(module_pi: PiProcess) -> None
         assert (answered.values, answered.labels, answered.indices) == (["b"], ["Beta"], [2])
         assert answered.note == "why not"
         assert flow_id not in client.open_flows
-        with pytest.raises(FlowAlreadyCompleted):
+        with pytest.raises(FlowAlreadyAnswered):  # this client's own submit was accepted
             await client.submit(flow, answer)
     assert flow_id not in module_pi.open_flow_ids()
 
