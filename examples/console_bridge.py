@@ -73,9 +73,7 @@ def pick(question: QuestionView[F], prompt: Prompt, write: Write) -> list[int] |
         write(f"  choose {many} between 1 and {len(question.options)}")
 
 
-def ask(
-    flow: FlowView[F], prompt: Prompt = prompt_stdout, write: Write = echo
-) -> Response[F]:
+def ask(flow: FlowView[F], prompt: Prompt = prompt_stdout, write: Write = echo) -> Response[F]:
     show(flow, write)
     builder = AnswerBuilder(flow)
     for question in flow.questions:
