@@ -62,11 +62,15 @@ TAILS = {
     "bridges_1": "import asyncio\nasyncio.run(follow())",
     "bridges_2": _FLOW
     + """
+print("\\n".join(lines(_flow.question("deploy"))))
+""",
+    "bridges_3": _FLOW
+    + """
 import msgspec
 print(msgspec.to_builtins(hold(_flow).to_wire()))
 print(msgspec.to_builtins(dismiss(_flow).to_wire()))
 """,
-    "bridges_3": _FLOW
+    "bridges_4": _FLOW
     + """
 import msgspec
 from pi_ask_sdk import ApprovalMappingError
@@ -78,7 +82,7 @@ try:
 except ApprovalMappingError as _error:
     print("refused:", _error)
 """,
-    "bridges_4": """
+    "bridges_5": """
 import asyncio
 from pi_ask_sdk import AnswerBuilder
 from pi_ask_sdk.testing import FakeHost
@@ -92,6 +96,15 @@ async def _drive() -> None:
         await send(client, flow, AnswerBuilder(flow).select(deploy, deploy.value("no")).build())
 
 asyncio.run(_drive())
+""",
+    "bridges_6": _FLOW
+    + """
+import msgspec
+from pi_ask_sdk import AnswerBuilder, to_json
+
+_deploy = _flow.question("deploy")
+_posted = to_json(AnswerBuilder(_flow).select(_deploy, _deploy.value("no")).build())
+print(msgspec.to_builtins(round_trip(_flow, _posted).to_wire()))
 """,
     # serve_every_pi runs until cancelled: cancelled here once the test closes stdin
     "relay_2": """
@@ -186,7 +199,7 @@ async def fake_pi(tmp_path: Path) -> AsyncIterator[FakePi]:
 
 
 def test_every_snippet_has_a_case() -> None:
-    cases = {*TAILS, *PLAIN, *RELAY, *TESTS, "bridges_5", "real-pi_1", "relay_1"}
+    cases = {*TAILS, *PLAIN, *RELAY, *TESTS, "bridges_7", "real-pi_1", "relay_1"}
     assert set(SNIPPETS) == cases | REAL_PI
     assert not cases & REAL_PI
 
@@ -195,15 +208,17 @@ def test_every_snippet_has_a_case() -> None:
 PLAIN = {
     "README_1": ["answered ['no']"],
     "PYPI_1": ["answered ['no']"],
-    "bridges_2": ["'values': ['no']", "'note': 'after the freeze'", "{'kind': 'cancel'}"],
-    "bridges_3": [
+    "bridges_2": ["Deploy?", "1. Yes [yes]", "2. No [no]"],
+    "bridges_3": ["'values': ['no']", "'note': 'after the freeze'", "{'kind': 'cancel'}"],
+    "bridges_4": [
         "Approve {'kind': 'answer'",
         "'values': ['yes']",
         "Reject {'kind': 'answer'",
         "Dismiss {'kind': 'cancel'}",
         "refused:",
     ],
-    "bridges_4": ["answers"],
+    "bridges_5": ["answers"],
+    "bridges_6": ["'values': ['no']"],
 }
 
 
@@ -216,7 +231,7 @@ async def test_snippet_runs_and_prints(tmp_path: Path, name: str) -> None:
         assert expected in out, out
 
 
-TESTS = {"bridges_6", "bridges_7"}
+TESTS = {"bridges_8", "bridges_9"}
 
 
 @pytest.mark.asyncio
@@ -255,7 +270,7 @@ async def test_snippet_follows_the_running_pi(tmp_path: Path, fake_pi: FakePi, n
 
 
 @pytest.mark.asyncio
-@pytest.mark.parametrize("name", ["relay_1", "bridges_5"])
+@pytest.mark.parametrize("name", ["relay_1", "bridges_7"])
 async def test_snippet_answers_the_running_pi_with_a_value(
     tmp_path: Path, fake_pi: FakePi, name: str
 ) -> None:
@@ -264,7 +279,7 @@ async def test_snippet_answers_the_running_pi_with_a_value(
     deploy = fake_pi.relay.open_form(FORM, tool_call_id="docs")
     other = fake_pi.relay.open_form(OTHER_FORM, tool_call_id="other")
     run = await start(tmp_path, name, env=fake_pi.env)
-    await run.wait_for("accepted" if name == "relay_1" else "SubmitAccepted")
+    await run.wait_for("accepted")
     assert deploy.result is not None
     assert deploy.result.answers["deploy"].values == ["no"]
     assert other.is_open
