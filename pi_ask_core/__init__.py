@@ -20,6 +20,13 @@ from .answers import (
 from .bus import EventBus, Handler, LocalEventBus, Unsubscribe
 from .errors import FormErrorKind, HostClosed, InvalidForm, PiAskError, SubmitRefused
 from .events import DecodedEvent, Skipped, SkipReason, decode_event
+from .external_ui import (
+    EXTERNAL_UI,
+    ExternalUiRequest,
+    external_ui_request,
+    invalid_provider_response,
+    negotiates,
+)
 from .forms import Form, parse_form
 from .host import Clock, FlowHandle, FlowHost, FlowState, Scheduler
 from .protocol import (
@@ -74,6 +81,7 @@ __all__ = [
     "CHANNELS",
     "COMPLETED",
     "ELABORATION_INSTRUCTION",
+    "EXTERNAL_UI",
     "LEGACY_CHANNEL_PREFIX",
     "PROTOCOL_VERSION",
     "STARTED",
@@ -101,6 +109,7 @@ __all__ = [
     "DecodedEvent",
     "ElaborationItem",
     "ElaborationQuestionContext",
+    "ExternalUiRequest",
     "EventBus",
     "FlowHandle",
     "FlowHost",
@@ -141,6 +150,9 @@ __all__ = [
     "check_mode",
     "check_question_answer",
     "decode_event",
+    "external_ui_request",
+    "invalid_provider_response",
+    "negotiates",
     "parse_form",
     "submit_result_from_builtins",
 ]

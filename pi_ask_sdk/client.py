@@ -173,12 +173,21 @@ class BridgeClient:
 
     @classmethod
     def connect(
-        cls, factory: TransportFactory | None = None, *, request_id_prefix: str = "bridge"
+        cls,
+        factory: TransportFactory | None = None,
+        *,
+        request_id_prefix: str = "bridge",
+        observer: bool = False,
     ) -> BridgeClient:
         """A client for a running Pi: ``async with BridgeClient.connect() as client``.
 
         Without ``factory`` it uses ``pi_ask_sdk.transports.relay.discover()``, which finds the
         relay socket of a running Pi; raises ``TransportUnavailable`` when there is none.
+
+        The client tells the relay that it answers forms (while one such client is connected,
+        a headless Pi opens its forms for the relay), unless ``observer=True``: it then only
+        watches, and a headless Pi does not wait for it. (With your own ``factory``, pass
+        ``RelayTransport(..., role="observer")`` instead.)
         """
         if factory is None:
             try:
@@ -192,7 +201,13 @@ class BridgeClient:
             discover = getattr(module, "discover", None)
             if not callable(discover):
                 raise TransportUnavailable(f"{_RELAY_MODULE} has no discover() function.")
-            factory = cast(TransportFactory, discover)
+            make = cast("Callable[..., Transport]", discover)
+            transport = make(role="observer") if observer else make()  # (answerer by default)
+            return cls(transport, request_id_prefix=request_id_prefix)
+        if observer:
+            raise ValueError(
+                'observer=True needs the default factory; pass RelayTransport(role="observer")'
+            )
         return cls(factory(), request_id_prefix=request_id_prefix)
 
     # --- lifecycle ---

@@ -22,6 +22,7 @@ from typing import Final, Literal
 
 from pi_ask_core import PiAskError
 from pi_ask_sdk.transports.relay import (
+    RelayHello,
     RelayTransport,
     check_relay_dir,
     check_relay_socket,
@@ -90,7 +91,8 @@ def _relay_extension_check() -> Check:
 
 
 async def _hello(path: Path) -> str:
-    transport = RelayTransport(path=path, reconnect=False, hello_timeout=2.0)
+    # An observer: the doctor never makes a headless Pi's form wait for it.
+    transport = RelayTransport(path=path, reconnect=False, hello_timeout=2.0, role="observer")
 
     class _Quiet:
         def message(self, channel: str, data: object, *, replay: bool = False) -> None:
@@ -103,9 +105,23 @@ async def _hello(path: Path) -> str:
         await transport.open(_Quiet())
         hello = transport.hello
         assert hello is not None
-        return f"Pi {hello.pi_version} (pid {hello.pid}) in {hello.cwd}, protocol {hello.protocol}"
+        about = f"Pi {hello.pi_version} (pid {hello.pid}) in {hello.cwd}, protocol {hello.protocol}"
+        return f"{about}; {_clients(hello)}"
     finally:
         await transport.close()
+
+
+def _clients(hello: RelayHello) -> str:
+    """Who else is connected, by role (what decides whether a headless Pi opens its forms)."""
+    if hello.client_hello < 1:
+        return (
+            "clients: not counted (an older relay without client hellos; a headless Pi "
+            "opens no form through it)"
+        )
+    return (
+        f"clients: {hello.answering} answering, {hello.observing} observing"
+        + ("" if hello.answering else " (a headless Pi answers its forms with the fallback)")
+    )
 
 
 def _socket_checks(directory: Path) -> list[Check]:

@@ -129,7 +129,7 @@ async def watch(
             for info in discover_relays(directory, known=watching):
                 if info.path in watching:
                     continue
-                transport = RelayTransport(path=info.path, foreign_results=True)
+                transport = RelayTransport(path=info.path, foreign_results=True, role="observer")
                 try:
                     printer = EventPrinter(info.pid, write, as_json=as_json, broken=broken)
                     await transport.open(printer)

@@ -31,12 +31,41 @@ const CH_STARTED = "pi-agent-ask:started";
 const CH_COMPLETED = "pi-agent-ask:completed";
 const CH_SUBMIT = "pi-agent-ask:submit";
 const CH_SUBMIT_RESULT = "pi-agent-ask:submit-result";
+const CH_EXTERNAL_UI = "pi-agent-ask:external-ui";
 const RELAYED_CHANNELS = [CH_STARTED, CH_COMPLETED, CH_SUBMIT_RESULT] as const;
+/** The keys of a submit-result that are protocol; the host may add others (the real one adds its
+ * internal form state as `state`), which never cross the socket. */
+const SUBMIT_RESULT_KEYS = new Set(["version", "requestId", "flowId", "ok", "error", "message"]);
+
+/** The version of the client hello this relay understands (announced as `clientHello`). */
+const CLIENT_HELLO = 1;
+type Role = "answerer" | "observer";
+/** Our id as the host's external-UI provider: the same in every Pi and every session. */
+const PROVIDER_ID = "pi-ask-sdk.relay";
+/** How long a provided form waits for an answering client after the last one left
+ * ($PI_ASK_RELAY_GRACE_MS, default 5 s; 0: fail at once). */
+const GRACE_MS = graceMs(process.env.PI_ASK_RELAY_GRACE_MS);
+
+function graceMs(value: string | undefined): number {
+	const n = value === undefined || value.trim() === "" ? NaN : Number(value);
+	return Number.isFinite(n) && n >= 0 ? n : 5_000;
+}
 
 const SESSION_END_REASONS = new Set(["quit", "reload", "new", "resume", "fork"]);
 const SOCKET_NAME_RE = /^pi-(\d+)\.sock$/;
 
 type ErrorCode = "bad_json" | "line_too_long" | "unknown_type" | "forbidden_channel" | "bad_message";
+
+/** A submit-result without the keys that are not protocol (the same object when it has none). */
+function protocolOnly(data: unknown): unknown {
+	if (typeof data !== "object" || data === null || Array.isArray(data)) return data;
+	const keys = Object.keys(data);
+	if (keys.every((key) => SUBMIT_RESULT_KEYS.has(key))) return data;
+	const source = data as Record<string, unknown>;
+	const copy: Record<string, unknown> = {};
+	for (const key of keys) if (SUBMIT_RESULT_KEYS.has(key)) copy[key] = source[key];
+	return copy;
+}
 
 // Process-wide registry: a relay left listening by an earlier session of this process (or a second
 // copy of this extension) is closed before a new one listens on the same per-pid path.
@@ -192,6 +221,8 @@ class Client {
 	private pending = 0; // bytes in chunks
 	private discarding = false;
 	closed = false;
+	/** What the client said it does in its hello; a client that says nothing only observes. */
+	role: Role = "observer";
 	/** end() was called: no more lines, FIN once the queue is written. */
 	private ending = false;
 	// Outgoing lines not yet handed to the socket (backpressure: written chunk by chunk as the
@@ -413,8 +444,12 @@ class Client {
 			this.sendError("bad_message", 'a message needs a string "type"');
 			return;
 		}
+		if (m.type === "hello") {
+			this.onHello(m);
+			return;
+		}
 		if (m.type !== "emit") {
-			this.sendError("unknown_type", `unknown message type ${JSON.stringify(m.type)}; the only client message is "emit"`);
+			this.sendError("unknown_type", `unknown message type ${JSON.stringify(m.type)}; the client messages are "hello" and "emit"`);
 			return;
 		}
 		if (typeof m.channel !== "string") {
@@ -431,6 +466,20 @@ class Client {
 		}
 		this.relay.emitSubmit(this, m.data);
 	}
+
+	/** The client hello: which role the client takes (it may say it again to change it). */
+	private onHello(m: Record<string, unknown>): void {
+		if (typeof m.version !== "number" || !Number.isInteger(m.version) || m.version < 1) {
+			this.sendError("bad_message", 'a hello needs an integer "version" >= 1');
+			return;
+		}
+		if (m.role !== "answerer" && m.role !== "observer") {
+			this.sendError("bad_message", 'a hello needs a "role": "answerer" or "observer"');
+			return;
+		}
+		this.relay.setRole(this, m.role);
+		this.send({ type: "welcome", version: CLIENT_HELLO, role: m.role });
+	}
 }
 
 interface OpenForm {
@@ -445,8 +494,23 @@ function stringField(data: unknown, key: string): string | undefined {
 	return typeof value === "string" ? value : undefined;
 }
 
+/** A form we opened as the host's external-UI provider: its open() promise, still pending. */
+interface ProvidedForm {
+	flowId: string;
+	settle(error?: Error): void;
+}
+
 class Relay {
 	private readonly pi: ExtensionAPI;
+	/** Connected clients whose hello said they answer forms. */
+	private answerers = 0;
+	private readonly provided = new Set<ProvidedForm>();
+	private graceTimer: NodeJS.Timeout | undefined;
+	private readonly provider = {
+		version: 1 as const,
+		id: PROVIDER_ID,
+		open: (request: unknown): Promise<unknown> => this.openProvided(request),
+	};
 	private server: net.Server | undefined;
 	private socketPath: string | undefined;
 	private socketIno: number | undefined;
@@ -478,6 +542,112 @@ class Relay {
 				}
 			});
 		}
+		this.pi.events.on(CH_EXTERNAL_UI, (data: unknown) => {
+			try {
+				this.onExternalUi(data);
+			} catch (e) {
+				logErrorOnce("external-ui", `external-UI negotiation failed: ${(e as Error)?.message ?? String(e)}`);
+			}
+		});
+	}
+
+	/** The host asks (outside its TUI) whether an external UI shows this form. We connect as the
+	 * provider only while a client that answers forms is connected: observers never make a form
+	 * wait, and with nobody to answer the host returns its non-interactive result at once. */
+	private onExternalUi(data: unknown): void {
+		if (typeof data !== "object" || data === null) return;
+		const request = data as { version?: unknown; connect?: unknown };
+		if (request.version !== 1 || typeof request.connect !== "function") return; // not a version we know
+		if (this.answerers === 0 || this.server === undefined) return;
+		const connected = (request.connect as (provider: unknown) => unknown).call(data, this.provider);
+		if (connected !== true) {
+			logErrorOnce(
+				"provider-refused",
+				"the host refused the relay as its external-UI provider (another provider connected first, or the version is not supported); forms the host opens are still relayed",
+			);
+		}
+	}
+
+	/** The host's open(request): pending while clients answer over the submit channel; settles when
+	 * the host aborts the request's signal (the flow ended, whoever ended it), and rejects when no
+	 * answering client is left after the grace period. */
+	private openProvided(request: unknown): Promise<unknown> {
+		const flowId = stringField(request, "flowId");
+		const signal = typeof request === "object" && request !== null ? (request as { signal?: unknown }).signal : undefined;
+		return new Promise<unknown>((resolve, reject) => {
+			if (flowId === undefined || !(signal instanceof AbortSignal)) {
+				reject(new Error("pi-ask relay: the external-UI request has no flowId or no signal"));
+				return;
+			}
+			if (signal.aborted) {
+				resolve(undefined);
+				return;
+			}
+			const form: ProvidedForm = {
+				flowId,
+				settle: (error?: Error) => {
+					if (!this.provided.delete(form)) return;
+					signal.removeEventListener("abort", onAbort);
+					if (error === undefined) resolve(undefined);
+					else reject(error);
+					if (this.provided.size === 0) this.stopGrace();
+				},
+			};
+			const onAbort = (): void => form.settle();
+			signal.addEventListener("abort", onAbort, { once: true });
+			this.provided.add(form);
+			if (this.answerers === 0) this.startGrace();
+		});
+	}
+
+	setRole(client: Client, role: Role): void {
+		if (client.role === role) return;
+		client.role = role;
+		if (role === "answerer") {
+			this.answerers += 1;
+			this.stopGrace();
+		} else {
+			this.answerers -= 1;
+			if (this.answerers === 0 && this.provided.size > 0) this.startGrace();
+		}
+	}
+
+	private startGrace(): void {
+		if (this.graceTimer !== undefined || this.provided.size === 0) return;
+		if (GRACE_MS === 0) {
+			this.failProvided();
+			return;
+		}
+		const timer = setTimeout(() => {
+			try {
+				if (this.graceTimer === timer) this.graceTimer = undefined;
+				if (this.answerers === 0) this.failProvided();
+			} catch (e) {
+				logErrorOnce("grace", `failing unanswered forms failed: ${(e as Error)?.message ?? String(e)}`);
+			}
+		}, GRACE_MS);
+		timer.unref(); // never keeps Pi alive
+		this.graceTimer = timer;
+	}
+
+	private stopGrace(): void {
+		if (this.graceTimer === undefined) return;
+		clearTimeout(this.graceTimer);
+		this.graceTimer = undefined;
+	}
+
+	/** No answering client came back: each provided form's open() rejects (the tool call ends as a
+	 * tool error, the host disposes the flow) and is no longer replayed. */
+	private failProvided(why?: string): void {
+		const reason =
+			why ??
+			(GRACE_MS === 0
+				? "no pi-ask client that answers forms is connected to the relay any more"
+				: `no pi-ask client that answers forms has been connected to the relay for ${GRACE_MS} ms`);
+		for (const form of [...this.provided]) {
+			this.forgetForm(form.flowId);
+			form.settle(new Error(reason));
+		}
 	}
 
 	/** The tool call ended (answered, aborted or failed): its forms are no longer open. */
@@ -507,8 +677,9 @@ class Relay {
 		}
 	}
 
-	private onEvent(channel: string, data: unknown): void {
-		const json = JSON.stringify(data === undefined ? null : data);
+	private onEvent(channel: string, emitted: unknown): void {
+		let data = emitted;
+		let json = JSON.stringify(data === undefined ? null : data);
 		const flowId = stringField(data, "flowId");
 		let owner: Client | null | undefined;
 		if (channel === CH_STARTED && flowId !== undefined) {
@@ -516,6 +687,8 @@ class Relay {
 		} else if (channel === CH_COMPLETED && flowId !== undefined) {
 			this.forgetForm(flowId);
 		} else if (channel === CH_SUBMIT_RESULT) {
+			data = protocolOnly(data);
+			json = JSON.stringify(data === undefined ? null : data);
 			// The host no longer has this flow (disposed, aborted): stop replaying it.
 			if (flowId !== undefined && stringField(data, "error") === "flow_not_found") this.forgetForm(flowId);
 			owner = this.takeOwner(stringField(data, "requestId"), flowId);
@@ -590,6 +763,7 @@ class Relay {
 
 	forget(client: Client): void {
 		this.clients.delete(client);
+		if (client.role === "answerer") this.setRole(client, "observer");
 		// Its submits may still be answered: keep their places, so those verdicts reach nobody
 		// else as their own.
 		for (const waiting of this.outstanding.values()) {
@@ -659,6 +833,7 @@ class Relay {
 		}
 		socket.unref();
 		const client = new Client(this, socket);
+		const observing = this.clients.size - this.answerers;
 		this.clients.add(client);
 		client.send({
 			type: "hello",
@@ -668,6 +843,11 @@ class Relay {
 			piVersion: piVersion(),
 			socket: this.socketPath ?? "",
 			sessionId: this.sessionId,
+			// The client may say whether it answers forms (a client hello of this version).
+			clientHello: CLIENT_HELLO,
+			// The other clients connected now, by role.
+			answering: this.answerers,
+			observing,
 			// How many replayed forms follow, so a client knows when its view is complete.
 			replaying: this.openForms.size,
 		});
@@ -689,6 +869,8 @@ class Relay {
 		this.openFormBytes = 0;
 		this.outstanding.clear();
 		this.outstandingCount = 0;
+		this.failProvided("the pi-ask relay closed (session end)");
+		this.stopGrace();
 		const reg = registry();
 		if (reg.current === this) reg.current = undefined;
 		const line = JSON.stringify({ type: "session_end", reason: SESSION_END_REASONS.has(reason) ? reason : "unknown" });
@@ -701,6 +883,7 @@ class Relay {
 			}
 		}
 		this.clients.clear();
+		this.answerers = 0;
 		if (server) {
 			try {
 				server.close(); // libuv unlinks the path synchronously here

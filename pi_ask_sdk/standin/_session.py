@@ -14,6 +14,7 @@ from pi_ask_core import (
     COMPLETED,
     STARTED,
     SUBMIT_RESULT,
+    AskResult,
     CompletedEvent,
     FlowHandle,
     FlowHost,
@@ -23,6 +24,10 @@ from pi_ask_core import (
     PiAskError,
     SubmitRefused,
     decode_event,
+    external_ui_request,
+    invalid_provider_response,
+    negotiates,
+    parse_form,
 )
 
 from ._link import decode_line, encode_line
@@ -60,7 +65,11 @@ class StandinSession:
         self.pid: int | None = None
         self.bus = LocalEventBus()
         self.host: FlowHost | None = None
+        self._cwd: str | None = None
         self._tools: dict[int, FlowHandle] = {}
+        # ask_user calls validated and waiting for the extension's negotiation: their params,
+        # tool call id and non-interactive (cancelled) result
+        self._negotiating: dict[int, tuple[object, str | None, AskResult]] = {}
         for channel in (STARTED, COMPLETED, SUBMIT_RESULT):
             self.bus.on(channel, self._forwarder(channel))
 
@@ -106,31 +115,38 @@ class StandinSession:
             )
         elif kind == "tool" and isinstance(ref, int):
             self._tool(host, ref, message)
+        elif kind == "provider" and isinstance(ref, int):
+            self._provider(host, ref, message.get("connected") is True)
+        elif kind in ("provided", "provider_failed") and isinstance(ref, int):
+            self._provided(ref, message)
         elif kind == "abort" and isinstance(ref, int):
-            handle = self._tools.get(ref)
-            if handle is not None:
-                handle.dispose()
+            self._abort(ref)
 
     def _hello(self, message: Mapping[str, object]) -> None:
         if self.host is not None:
             return
         pid, cwd = message.get("pid"), message.get("cwd")
         self.pid = pid if isinstance(pid, int) else None
+        self._cwd = cwd if isinstance(cwd, str) else None
         self.host = FlowHost(
             self.bus,
             present_single_as_multi=self._owner.present_single_as_multi,
-            cwd=cwd if isinstance(cwd, str) else None,
+            cwd=self._cwd,
             schedule=asyncio.get_running_loop().call_soon,
         )
         self._owner.session_started(self)
 
     def _tool(self, host: FlowHost, ref: int, message: Mapping[str, object]) -> None:
+        """An ``ask_user`` call: validated first; then, in Pi's TUI, the form opens; in any
+        other mode the extension must first negotiate an external UI (a provider)."""
         call_id = message.get("toolCallId")
+        tool_call_id = call_id if isinstance(call_id, str) else None
+        params = message.get("params")
         try:
-            handle = host.start(
-                message.get("params"),
-                tool_call_id=call_id if isinstance(call_id, str) else None,
-                source="tool",
+            form = parse_form(
+                params,
+                present_single_as_multi=self._owner.present_single_as_multi,
+                cwd=self._cwd,
             )
         except InvalidForm as error:
             if error.result is None:  # wrong JSON types: Pi's schema would refuse the call
@@ -143,22 +159,100 @@ class StandinSession:
         except PiAskError as error:
             self._send({"type": "error", "ref": ref, "message": str(error)})
             return
+        if not negotiates(message.get("mode")):
+            self._open_tool(host, ref, params, tool_call_id, provided=False)
+            return
+        # Nothing is open yet: the extension emits the negotiation event and says whether a
+        # provider connected ("provider"); with none, the non-interactive result (no events).
+        self._negotiating[ref] = (params, tool_call_id, build_result(form, {}, cancelled=True))
+        self._send({"type": "negotiate", "ref": ref})
+
+    def _provider(self, host: FlowHost, ref: int, connected: bool) -> None:
+        pending = self._negotiating.pop(ref, None)
+        if pending is None:
+            return  # aborted meanwhile: already answered
+        params, tool_call_id, fallback = pending
+        if not connected:
+            self._send_result(ref, fallback)
+            return
+        self._open_tool(host, ref, params, tool_call_id, provided=True)
+
+    def _open_tool(
+        self,
+        host: FlowHost,
+        ref: int,
+        params: object,
+        tool_call_id: str | None,
+        *,
+        provided: bool,
+    ) -> None:
+        try:
+            handle = host.start(params, tool_call_id=tool_call_id, source="tool")
+        except PiAskError as error:  # (validated already: the host closed meanwhile)
+            self._send({"type": "error", "ref": ref, "message": str(error)})
+            return
         self._tools[ref] = handle
-        self._opened(ref, handle)
+        self._opened(ref, handle, provided=provided)
 
         def done(finished: FlowHandle) -> None:
-            self._tools.pop(ref, None)
+            if self._tools.pop(ref, None) is None:
+                return  # failed: the tool error was sent
             result = finished.tool_result  # the core's: completed, or aborted (cancelled)
-            text = msgspec.json.encode(result).decode()
-            self._send({"type": "result", "ref": ref, "text": text, "result": result})
+            assert result is not None  # (it ended)
+            # A completed cancel ends the agent's turn, as the real host does (ctx.abort()).
+            completed = finished.result is not None
+            self._send_result(ref, result, abort=completed and result.cancelled)
 
         handle.add_done_callback(done)
 
-    def _opened(self, ref: int, handle: FlowHandle) -> None:
+    def _opened(self, ref: int, handle: FlowHandle, *, provided: bool = False) -> None:
         """Tell the extension the form is open, with the result its call returns if it is
-        aborted (or this server is lost): the core's, sent again when the local answers change."""
-        cancelled = handle.abort_result()
-        self._send({"type": "opened", "ref": ref, "flowId": handle.flow_id, "cancelled": cancelled})
+        aborted (or this server is lost): the core's, sent again when the local answers change.
+        ``provided``: the form opened for an external-UI provider, whose ``open()`` the
+        extension calls with the ``request`` sent here."""
+        opened: dict[str, object] = {
+            "type": "opened",
+            "ref": ref,
+            "flowId": handle.flow_id,
+            "cancelled": handle.abort_result(),
+        }
+        if provided:
+            opened["request"] = external_ui_request(handle)
+        self._send(opened)
+
+    def _send_result(self, ref: int, result: AskResult, *, abort: bool = False) -> None:
+        text = msgspec.json.encode(result).decode()
+        self._send({"type": "result", "ref": ref, "text": text, "result": result, "abort": abort})
+
+    def _provided(self, ref: int, message: Mapping[str, object]) -> None:
+        """The provider settled its ``open``: resolved with a response (judged like a submit;
+        one the host refuses fails the call) or rejected (its UI failed: the call fails). Either
+        way a failed call's flow is disposed without ``completed``."""
+        handle = self._tools.get(ref)
+        if handle is None or not handle.is_open:
+            return  # the flow ended first: a late resolution is ignored
+        if message.get("type") == "provider_failed":
+            why = message.get("message")
+            self._fail_tool(ref, handle, why if isinstance(why, str) else "the external UI failed")
+            return
+        try:
+            handle.complete(message.get("response"))
+        except SubmitRefused as error:
+            self._fail_tool(ref, handle, invalid_provider_response(error.message))
+
+    def _fail_tool(self, ref: int, handle: FlowHandle, message: str) -> None:
+        self._tools.pop(ref, None)
+        self._send({"type": "error", "ref": ref, "message": message})
+        handle.dispose()
+
+    def _abort(self, ref: int) -> None:
+        pending = self._negotiating.pop(ref, None)
+        if pending is not None:
+            self._send_result(ref, pending[2])
+            return
+        handle = self._tools.get(ref)
+        if handle is not None:
+            handle.dispose()
 
     def _command(self, host: FlowHost, name: str, args: str) -> dict[str, object]:
         if name == "open":

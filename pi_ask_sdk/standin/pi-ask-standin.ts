@@ -33,6 +33,7 @@ import { Type } from "typebox";
 
 const ENV_SOCKET = "PI_ASK_STANDIN_SOCKET";
 const CH_SUBMIT = "pi-agent-ask:submit";
+const CH_EXTERNAL_UI = "pi-agent-ask:external-ui";
 const EMITTABLE = new Set(["pi-agent-ask:started", "pi-agent-ask:completed", "pi-agent-ask:submit-result"]);
 const COMMANDS = ["open", "cancel", "dispose", "list", "local", "complete"] as const;
 const MAX_LINE_BYTES = 256 * 1024 * 1024;
@@ -102,6 +103,7 @@ interface ToolWaiter {
 	reject(error: Error): void;
 	fallback?: unknown; // the core's cancelled result, used if the call is aborted or the link dies
 	timer?: ReturnType<typeof setTimeout>; // until the server acknowledges the request
+	interim?: (message: Message) => void; // the server's steps before the reply (negotiate, opened)
 }
 
 /** One connection to the Python stand-in server, for one Pi session.
@@ -152,8 +154,9 @@ class Link {
 		this.socket.write(`${line}\n`);
 	}
 
-	/** Sends a request and waits (bounded) for the server's acknowledgement carrying the same ref. */
-	request(message: Message, onRef?: (ref: number) => void): Promise<Message> {
+	/** Sends a request and waits (bounded) for the server's acknowledgement carrying the same ref;
+	 * `interim` gets the server's steps before it (negotiate, opened). */
+	request(message: Message, onRef?: (ref: number) => void, interim?: (message: Message) => void): Promise<Message> {
 		const ref = ++this.nextRef;
 		return new Promise<Message>((resolve, reject) => {
 			if (this.closed) {
@@ -162,7 +165,7 @@ class Link {
 			}
 			const timer = setTimeout(() => this.guard(() => this.unanswered(ref)), this.timeoutMs);
 			timer.unref();
-			this.waiters.set(ref, { resolve, reject, timer });
+			this.waiters.set(ref, { resolve, reject, timer, interim });
 			this.startHeartbeat();
 			onRef?.(ref);
 			this.send({ ...message, ref });
@@ -265,8 +268,9 @@ class Link {
 		}
 		const ref = typeof message.ref === "number" ? message.ref : undefined;
 		if (ref === undefined) return;
-		if (message.type === "opened") {
-			this.setFallback(ref, message.cancelled);
+		if (message.type === "opened" || message.type === "negotiate") {
+			if (message.type === "opened") this.setFallback(ref, message.cancelled);
+			this.waiters.get(ref)?.interim?.(message);
 			return;
 		}
 		this.take(ref)?.resolve(message);
@@ -289,6 +293,63 @@ class Link {
 	close(): void {
 		this.lost("session ended");
 	}
+}
+
+// ------------------------------------------------------------------------------------------------
+// external-UI negotiation (outside the TUI; spec Appendix B). The server decides whether a call
+// negotiates and what follows; connect() must answer synchronously, inside the emit, so the one
+// check that cannot be asked of the server lives here: a provider is accepted only during the
+// emit, only the first, and only if it has version 1, a non-blank id and an open function.
+
+interface ExternalProvider {
+	version: 1;
+	id: string;
+	open(request: unknown): Promise<unknown>;
+}
+
+function isProvider(value: unknown): value is ExternalProvider {
+	if (typeof value !== "object" || value === null) return false;
+	const p = value as { version?: unknown; id?: unknown; open?: unknown };
+	return p.version === 1 && typeof p.id === "string" && p.id.trim() !== "" && typeof p.open === "function";
+}
+
+function negotiate(pi: ExtensionAPI, mode: unknown, toolCallId: string): ExternalProvider | undefined {
+	let provider: ExternalProvider | undefined;
+	let open = true;
+	const connection = {
+		version: 1 as const,
+		mode,
+		toolCallId,
+		connect(candidate: unknown): boolean {
+			if (!open || provider !== undefined || !isProvider(candidate)) return false;
+			provider = candidate;
+			return true;
+		},
+	};
+	try {
+		pi.events.emit(CH_EXTERNAL_UI, connection);
+	} finally {
+		open = false;
+	}
+	return provider;
+}
+
+/** Calls the provider's open (after the flow started) and reports how it settled, unless the flow
+ * ended first (the signal is aborted on every terminal path; a late settlement is ignored). */
+function openProvider(link: Link, ref: number, provider: ExternalProvider, request: unknown, signal: AbortSignal): void {
+	const full = { ...(typeof request === "object" && request !== null ? request : {}), signal };
+	Promise.resolve()
+		.then(() => (signal.aborted ? undefined : provider.open(full)))
+		.then(
+			(response) => {
+				if (!signal.aborted) link.send({ type: "provided", ref, response });
+			},
+			(error: unknown) => {
+				if (!signal.aborted) {
+					link.send({ type: "provider_failed", ref, message: error instanceof Error ? error.message : String(error) });
+				}
+			},
+		);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -453,20 +514,40 @@ export default function piAskStandin(pi: ExtensionAPI): void {
 			"Ask the user one or more multiple-choice questions and wait for the answers. " +
 			"Each question has an id, a prompt, a type (single, multi or preview) and options with value and label.",
 		parameters: AskParamsSchema,
-		async execute(toolCallId, params, signal) {
+		async execute(toolCallId, params, signal, _onUpdate, ctx) {
 			let ref = 0;
+			let provider: ExternalProvider | undefined;
+			const ended = new AbortController(); // the provider's signal
+			// Pi's run mode (older Pis have none); the server decides what it means.
+			const mode = (ctx as { mode?: unknown } | undefined)?.mode;
 			const onAbort = () => link.abort(ref); // ends the call now, even if the server is stuck
+			const step = (message: Message): void => {
+				if (message.type === "negotiate") {
+					provider = negotiate(pi, mode, toolCallId);
+					link.send({ type: "provider", ref, connected: provider !== undefined });
+				} else if (message.type === "opened" && provider !== undefined && message.request !== undefined) {
+					openProvider(link, ref, provider, message.request, ended.signal);
+				}
+			};
 			let reply: Message;
 			try {
-				reply = await link.request({ type: "tool", toolCallId, params }, (r) => {
-					ref = r;
-					if (signal?.aborted) queueMicrotask(onAbort);
-					else signal?.addEventListener("abort", onAbort, { once: true });
-				});
+				reply = await link.request(
+					{ type: "tool", toolCallId, params, mode: typeof mode === "string" ? mode : null },
+					(r) => {
+						ref = r;
+						if (signal?.aborted) queueMicrotask(onAbort);
+						else signal?.addEventListener("abort", onAbort, { once: true });
+					},
+					step,
+				);
 			} finally {
 				signal?.removeEventListener("abort", onAbort);
+				ended.abort();
 			}
 			if (reply.type === "error") throw new Error(String(reply.message));
+			// A cancel the host completed ends the agent's turn, as the real host does.
+			const abort = (ctx as { abort?: unknown } | undefined)?.abort;
+			if (reply.abort === true && typeof abort === "function") abort.call(ctx);
 			return { content: [{ type: "text" as const, text: String(reply.text) }], details: reply.result };
 		},
 	});

@@ -41,9 +41,11 @@ STARTED = "pi-agent-ask:started"
 
 
 class RawRelay:
-    """A bare relay client: exactly the JSON Pi's bus carried, nothing decoded by the SDK."""
+    """A bare relay client: exactly the JSON Pi's bus carried, nothing decoded by the SDK.
 
-    def __init__(self, path: Path) -> None:
+    It says in its hello that it answers forms (``role``), so a headless Pi opens them."""
+
+    def __init__(self, path: Path, role: str = "answerer") -> None:
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.settimeout(TIMEOUT)
         self.sock.connect(str(path))
@@ -52,6 +54,8 @@ class RawRelay:
         assert hello["type"] == "hello"
         for _ in range(hello["replaying"]):
             self.read()
+        self.send_line(json.dumps({"type": "hello", "version": 1, "role": role}).encode())
+        assert self.read() == {"type": "welcome", "version": 1, "role": role}
 
     def read(self) -> dict[str, Any]:
         while b"\n" not in self.buffer:

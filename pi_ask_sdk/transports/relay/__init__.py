@@ -62,9 +62,17 @@ from ._discovery import (
     resolve_relay,
 )
 from ._transport import RelayTransport, discover
-from ._wire import DEFAULT_MAX_LINE_BYTES, PROTOCOL, RelayHello, replace_lone_surrogates
+from ._wire import (
+    CLIENT_HELLO,
+    DEFAULT_MAX_LINE_BYTES,
+    PROTOCOL,
+    RelayHello,
+    RelayRole,
+    replace_lone_surrogates,
+)
 
 __all__ = [
+    "CLIENT_HELLO",
     "DEFAULT_MAX_LINE_BYTES",
     "MAX_SOCKET_PATH",
     "PROTOCOL",
@@ -77,6 +85,7 @@ __all__ = [
     "RelayInfo",
     "RelayPathMissing",
     "RelayPathTooLong",
+    "RelayRole",
     "RelayTransport",
     "UnsafeRelayPath",
     "check_relay_dir",

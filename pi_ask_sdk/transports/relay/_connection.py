@@ -15,11 +15,14 @@ from pi_ask_sdk.errors import RelayHandshakeError
 from ._wire import (
     PROTOCOL,
     RelayHello,
+    RelayRole,
     _decode_envelope,
     _Envelope,
     _Error,
     _Event,
     _SessionEnd,
+    _Welcome,
+    encode_client_hello,
 )
 
 log: Final = logging.getLogger("pi_ask_sdk.relay")
@@ -55,9 +58,15 @@ class _Protocol(asyncio.BufferedProtocol):
     process whose allocator still maps blocks that big with ``mmap``, that is an mmap, an
     mremap, a munmap and a page fault per message, ~10-20 us of a relay round trip.)"""
 
-    def __init__(self, owner: _Owner, path: Path, max_line: int) -> None:
+    def __init__(
+        self, owner: _Owner, path: Path, max_line: int, role: RelayRole = "answerer"
+    ) -> None:
         self.owner = owner
         self.path = path
+        self.role: RelayRole = role
+        # The relay's reply to our hello (None until it came; a relay without client hellos
+        # gets none, and the connection is then ready without one).
+        self.welcome: str | None = None
         self.max_line = max_line
         self.read_buffer = memoryview(bytearray(_READ_SIZE))
         self.buffer = bytearray()
@@ -171,6 +180,9 @@ class _Protocol(asyncio.BufferedProtocol):
             self._event(envelope)
         elif not self.hello.done():
             self._greeting(envelope)
+        elif isinstance(envelope, _Welcome):
+            self.welcome = envelope.role
+            self._check_ready()
         elif isinstance(envelope, _Error):
             log.warning(
                 "pi_ask_sdk.relay: relay %s refused a message: %s: %s",
@@ -215,6 +227,10 @@ class _Protocol(asyncio.BufferedProtocol):
             problem = f"it speaks protocol {envelope.protocol}, this client speaks {PROTOCOL}"
         else:
             self.hello.set_result(envelope)
+            if envelope.client_hello >= 1 and self.transport is not None:
+                # Say what we do; ``ready`` waits for the relay's welcome, so once ``open()``
+                # returns the relay counts us (an answerer makes a headless Pi open its forms).
+                self.transport.write(encode_client_hello(self.role))
             self._check_ready()
             return
         error = RelayHandshakeError(self.path, problem, retryable=False)
@@ -229,7 +245,8 @@ class _Protocol(asyncio.BufferedProtocol):
         queued = self.queued or []
         replays = sum(1 for e in queued if isinstance(e, _Event) and e.replay)
         ended = any(isinstance(e, _SessionEnd) for e in queued)
-        if replays >= hello.replaying or ended:
+        welcomed = hello.client_hello < 1 or self.welcome is not None
+        if (replays >= hello.replaying and welcomed) or ended:
             self.ready.set_result(hello)
 
     def close(self) -> None:

@@ -24,7 +24,7 @@ from pi_ask_sdk.transports.base import TransportListener
 
 from ._connection import _Protocol
 from ._discovery import MAX_SOCKET_PATH, check_relay_socket, pid_alive, resolve_relay
-from ._wire import DEFAULT_MAX_LINE_BYTES, RelayHello, encode_emit
+from ._wire import DEFAULT_MAX_LINE_BYTES, RelayHello, RelayRole, encode_emit
 
 log: Final = logging.getLogger("pi_ask_sdk.relay")
 
@@ -44,6 +44,11 @@ class RelayTransport:
     A ``submit-result`` the relay marks as the answer to another connection's submit is not
     delivered (two bridges may use the same ``requestId``), unless ``foreign_results=True``
     (for a watcher that shows every verdict and resolves no waiter from them).
+
+    ``role`` is what the connection tells the relay in its hello: ``"answerer"`` (the default)
+    answers forms, and while one is connected a headless Pi opens its forms for the relay;
+    ``"observer"`` only watches and never makes a form wait (``pi-ask watch``, ``pi-ask
+    doctor``). A relay older than the client hello gets no hello (``hello.client_hello == 0``).
     """
 
     def __init__(
@@ -59,7 +64,11 @@ class RelayTransport:
         backoff_max: float = 1.0,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
         foreign_results: bool = False,
+        role: RelayRole = "answerer",
     ) -> None:
+        if role not in ("answerer", "observer"):
+            raise ValueError(f'role must be "answerer" or "observer", not {role!r}')
+        self._role: RelayRole = role
         self._path_arg = path
         self._foreign_results = foreign_results
         self._pid_arg = pid
@@ -89,6 +98,11 @@ class RelayTransport:
     def hello(self) -> RelayHello | None:
         """The greeting of the current (or last) connection."""
         return self._hello
+
+    @property
+    def role(self) -> RelayRole:
+        """What this connection tells the relay it does (see the class docstring)."""
+        return self._role
 
     @property
     def is_connected(self) -> bool:
@@ -167,7 +181,7 @@ class RelayTransport:
         async def handshake() -> RelayHello:
             try:
                 _, conn = await loop.create_unix_connection(
-                    lambda: _Protocol(self, info.path, self._max_line), str(info.path)
+                    lambda: _Protocol(self, info.path, self._max_line, self._role), str(info.path)
                 )
             except (ConnectionRefusedError, FileNotFoundError):
                 raise NoRelayFound(
@@ -318,8 +332,11 @@ class RelayTransport:
 
 
 def discover(
-    *, pid: int | None = None, path: str | os.PathLike[str] | None = None
+    *,
+    pid: int | None = None,
+    path: str | os.PathLike[str] | None = None,
+    role: RelayRole = "answerer",
 ) -> RelayTransport:
     """A ``RelayTransport`` for the one running Pi (or the one chosen); what
     ``BridgeClient.connect()`` uses. Raises the ``resolve_relay`` errors at once."""
-    return RelayTransport(resolve_relay(pid=pid, path=path).path)
+    return RelayTransport(resolve_relay(pid=pid, path=path).path, role=role)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Final
+from typing import Final, Literal
 
 import msgspec
 
@@ -14,6 +14,14 @@ from pi_ask_core import (
 
 PROTOCOL: Final = 1
 """The relay wire protocol this transport speaks (``hello.protocol`` must equal it)."""
+
+CLIENT_HELLO: Final = 1
+"""The client hello this transport sends when the relay's hello announces it (``clientHello``)."""
+
+RelayRole = Literal["answerer", "observer"]
+"""What a client tells the relay it does: ``"answerer"`` answers forms (while one is connected,
+a headless Pi opens its forms for the relay), ``"observer"`` only watches (never makes a form
+wait). A client that says nothing (an older client) is an observer."""
 
 DEFAULT_MAX_LINE_BYTES: Final = 64 * 1024 * 1024
 """Longest relay -> client line accepted; longer ones are logged and discarded."""
@@ -36,6 +44,21 @@ class RelayHello(
     session_id: str = msgspec.field(default="", name="sessionId")
     """Names the Pi session behind the socket (new after ``/new``, ``/resume``, ...); it means
     the same through a forwarded socket, where Pi's pid means nothing on this machine."""
+    client_hello: int = msgspec.field(default=0, name="clientHello")
+    """The client hello version the relay understands (0: an older relay, which has none: its
+    clients are neither answerers nor observers, and a headless Pi opens no form for them)."""
+    answering: int = 0
+    """How many other connected clients answer forms (said so in their hello)."""
+    observing: int = 0
+    """How many other connected clients only observe (or said nothing)."""
+
+
+class _Welcome(
+    msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="type", tag="welcome"
+):
+    """The relay's reply to our client hello: the role it now counts us in."""
+
+    role: str = "observer"
 
 
 class _Event(msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="type", tag="event"):
@@ -60,7 +83,7 @@ class _Error(msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="typ
 
 # The envelopes hold only strings, numbers and raw JSON: never a cycle, so the garbage collector
 # need not track them (fewer tracked objects per line, fewer collections).
-_Envelope = RelayHello | _Event | _SessionEnd | _Error
+_Envelope = RelayHello | _Event | _SessionEnd | _Error | _Welcome
 
 _ENVELOPE: Final = msgspec.json.Decoder(_Envelope)
 _ENCODER: Final = msgspec.json.Encoder()
@@ -93,6 +116,11 @@ def _decode_envelope(line: bytes) -> _Envelope:
         if repaired == line:
             raise
         return _ENVELOPE.decode(repaired)
+
+
+def encode_client_hello(role: RelayRole) -> bytes:
+    """Our hello: the role this connection takes."""
+    return _ENCODER.encode({"type": "hello", "version": CLIENT_HELLO, "role": role}) + b"\n"
 
 
 def encode_emit(payload: SubmitEvent) -> bytes:
