@@ -3,9 +3,10 @@
 It installs the pinned Pi from npm into the cache once (``pi_ask_sdk.realpi.install_pi``),
 starts it headless (RPC mode, offline, its own agent directory) with the relay listening in the
 usual relay directory, so ``pi-ask answer``, ``pi-ask watch`` or your bridge
-(``BridgeClient.connect()``) find it, and makes Pi's scripted model call ``ask_user`` with a
-form. It prints each completed result (the tool result Pi's agent receives) and stops after
-``--count`` forms or on Ctrl-C.
+(``BridgeClient.connect()``) find it. Headless, the host opens a form only while a bridge that
+answers forms is connected (the relay is then its external-UI provider), so ``try`` waits for
+one, then makes Pi's scripted model call ``ask_user`` with a form. It prints each completed
+result (the tool result Pi's agent receives) and stops after ``--count`` forms or on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -92,29 +93,49 @@ def try_pi(
         running_pi(env, Path(tmp), relay_dir=relay_dir(), host_extension=host_extension) as pi,
     ):
         host = str(host_extension) if host_extension else "the stand-in host (pi_ask_core)"
-        say(f"Pi {env.version} runs headless (pid {pi.pid}) with the relay and {host}.")
+        say(
+            f"Pi {env.version} runs headless ({pi.mode} mode, pid {pi.pid}) with the relay "
+            f"and {host}."
+        )
         say(f"relay socket: {pi.socket_path}")
+        say(
+            "Headless, a form opens only while a bridge that answers forms is connected "
+            "(observers such as pi-ask watch do not count)."
+        )
         if on_ready is not None:
             on_ready(pi)
         for n in range(1, count + 1):
+            if pi.relay_clients()[0] < 1:
+                say("Waiting for a bridge. Answer in another terminal:")
+                say(f"    pi-ask answer --pid {pi.pid}")
+                say("or with your bridge (BridgeClient.connect()). Ctrl-C stops.")
+                pi.wait_answerer(timeout=None)
             since = pi.mark()
             flow_id = pi.call_ask_user(form, tool_call_id=f"try-{n}")
-            say(f"Pi's model called ask_user: form {flow_id} opens. Answer it in another terminal:")
-            say(f"    pi-ask answer --pid {pi.pid}")
-            say("or with your bridge (BridgeClient.connect()). Ctrl-C stops.")
+            say(f"A bridge is connected; Pi's model called ask_user: form {flow_id} opens.")
             record = _wait_tool_result(pi, flow_id.removeprefix("tool:"), since)
             result = record.get("result")
             details = result.get("details") if isinstance(result, dict) else None
-            if record.get("isError") or not isinstance(details, dict) or "error" in details:
+            if record.get("isError"):  # e.g. every answering bridge left (the grace period ran out)
+                say(f"the ask_user call failed: {json_line(result)}")
+                return EXIT_FAILED
+            if not isinstance(details, dict) or "error" in details:
                 say(f"ask_user refused the form: {json_line(result)}")
                 return EXIT_FAILED
+            if details.get("cancelled") is True:
+                say(
+                    f"{clean(flow_id)} ended cancelled: cancelled by the bridge (Pi then ends "
+                    "the agent's turn), or the bridge left before the form opened (the host's "
+                    "non-interactive result)."
+                )
             say(f"completed {clean(flow_id)}; the agent's ask_user result:")
             say(json_line(details, indent=2))
     return EXIT_OK
 
 
 def run(form: str | None, count: int, flavour: Flavour, host: str | None) -> int:
-    """``pi-ask try`` from its arguments: 0 done, 1 the host refused the form, 2 bad arguments
+    """``pi-ask try`` from its arguments: 0 done, 1 the host refused the form or the call failed
+    (every answering bridge left), 2 bad arguments
     (an invalid form included: checked before Pi starts), 3 Pi could not be installed, failed or
     exited; problems are a message on stderr, not a traceback."""
     try:

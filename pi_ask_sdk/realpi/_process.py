@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import stat
 import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Final, cast
 
 from typing_extensions import TypedDict, Unpack
 
@@ -63,6 +64,11 @@ def _relay_extension() -> Path:
 
 class PiProcess:
     """One Pi process in RPC mode. Use as a context manager, or call ``stop()``.
+
+    RPC mode is headless (``mode``): a form Pi's model opens (``call_ask_user``) opens only while
+    a bridge that answers forms is connected to the relay (``pi.client()`` is one); with none,
+    the model gets the host's non-interactive (cancelled) result at once. ``wait_answerer()``
+    waits for one.
 
     Pi runs with ``--no-extensions`` (only the extensions given here load) unless
     ``installed_packages``: then the packages ``pi install`` put in its agent directory
@@ -533,6 +539,37 @@ class PiProcess:
         return BridgeClient(RelayTransport(self.socket_path, **options))
 
     # --- the socket ---
+
+    mode: Final = "rpc"
+    """Pi's run mode here: headless (``--mode rpc``), where the host opens a form only for an
+    external-UI provider (the relay, while an answering bridge is connected)."""
+
+    def relay_clients(self, *, timeout: float = WAIT) -> tuple[int, int]:
+        """``(answering, observing)``: the clients connected to the relay now, from the hello
+        of a short connection of our own (which says nothing, so counts as nobody's)."""
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(timeout)
+            sock.connect(str(self.socket_path))
+            buffer = b""
+            while b"\n" not in buffer:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    raise PiFailed("the relay closed the connection before its hello")
+                buffer += chunk
+        hello = json.loads(buffer.split(b"\n", 1)[0])
+        return int(hello.get("answering", 0)), int(hello.get("observing", 0))
+
+    def wait_answerer(self, *, timeout: float | None = WAIT, poll: float = 0.1) -> None:
+        """Wait until a bridge that answers forms is connected to the relay (``timeout=None``:
+        while Pi lives); ``PiFailed`` at the deadline or when Pi exits. A poll: the relay
+        announces no change of its clients."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.relay_clients()[0] < 1:
+            if not self.alive():
+                raise PiFailed(f"Pi exited; stderr:\n{self.stderr_tail()}")
+            if deadline is not None and time.monotonic() > deadline:
+                raise PiFailed(f"no answering bridge connected to the relay in {timeout:g} s")
+            time.sleep(poll)
 
     def wait_socket(self, *, timeout: float = WAIT) -> Path:
         """Poll (no event announces it) until the relay socket exists with mode 0600."""
