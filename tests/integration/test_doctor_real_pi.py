@@ -75,3 +75,35 @@ async def test_doctor_finds_a_relay_listening_in_another_directory(
     assert f"--socket {socket}" in check["detail"]
     assert status == 1
     assert report["ok"] is False
+
+
+@pytest.mark.asyncio
+async def test_doctor_counts_the_answering_and_observing_clients_of_a_relay(
+    pi_installation: PiEnv, shared_tmp: Path, tmp_path: Path
+) -> None:
+    from pi_ask_sdk import BridgeClient
+    from pi_ask_sdk.transports.relay import RelayTransport
+
+    relays = tmp_path / "relays"
+    with running_pi(pi_installation, tmp_path / "pi", shared_tmp=shared_tmp, relay_dir=relays) as pi:
+        _, alone = await doctor_json(relays)
+        async with (
+            pi.client(),
+            pi.client(),
+            BridgeClient(RelayTransport(pi.socket_path, role="observer")),
+        ):
+            _, report = await doctor_json(relays)
+    # (the doctor connects as an observer and does not count itself)
+    before = relay_check(alone, pi.pid)
+    assert "clients: 0 answering, 0 observing" in before["detail"]
+    assert "fallback" in before["detail"]
+    check = relay_check(report, pi.pid)
+    assert check["status"] == "ok"
+    assert check["detail"].endswith("clients: 2 answering, 1 observing")
+
+
+def relay_check(report: dict[str, object], pid: int) -> dict[str, str]:
+    checks = report["checks"]
+    assert isinstance(checks, list)
+    [found] = [check for check in checks if check["what"] == f"relay pi-{pid}.sock"]
+    return dict(found)
