@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
-from .host import FlowHandle
 from msgspec import UNSET, UnsetType
 
+from .host import FlowHandle
 from .protocol import AskQuestion, _Wire
 
 __all__ = [

@@ -118,9 +118,8 @@ def _clients(hello: RelayHello) -> str:
             "clients: not counted (an older relay without client hellos; a headless Pi "
             "opens no form through it)"
         )
-    return (
-        f"clients: {hello.answering} answering, {hello.observing} observing"
-        + ("" if hello.answering else " (a headless Pi answers its forms with the fallback)")
+    return f"clients: {hello.answering} answering, {hello.observing} observing" + (
+        "" if hello.answering else " (a headless Pi answers its forms with the fallback)"
     )
 
 

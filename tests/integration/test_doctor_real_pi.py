@@ -85,7 +85,9 @@ async def test_doctor_counts_the_answering_and_observing_clients_of_a_relay(
     from pi_ask_sdk.transports.relay import RelayTransport
 
     relays = tmp_path / "relays"
-    with running_pi(pi_installation, tmp_path / "pi", shared_tmp=shared_tmp, relay_dir=relays) as pi:
+    with running_pi(
+        pi_installation, tmp_path / "pi", shared_tmp=shared_tmp, relay_dir=relays
+    ) as pi:
         _, alone = await doctor_json(relays)
         async with (
             pi.client(),

@@ -7,19 +7,19 @@ bridges; a killed bridge is a real process killed with SIGKILL.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
 from pi_ask_sdk import Cancel, SubmitAccepted
-from pi_ask_sdk.transports.relay import RelayTransport, relay_extension_path
 from pi_ask_sdk.realpi import PiRecord
+from pi_ask_sdk.transports.relay import RelayTransport, relay_extension_path
 from tests.integration.pi_process import (
     TIMEOUT,
     PiEnv,
@@ -69,15 +69,24 @@ def tool_end(pi: PiProcess, call_id: str, since: int, timeout: float = TIMEOUT) 
     )
 
 
+def assistant_text(record: PiRecord) -> str | None:
+    """The text of an assistant's ``message_end`` record (what the model said), else None."""
+    if record.get("type") != "message_end":
+        return None
+    message = cast("dict[str, Any]", record).get("message")
+    if not isinstance(message, dict) or message.get("role") != "assistant":
+        return None
+    content = message.get("content")
+    if not content or content[0].get("type") != "text":
+        return None
+    return str(content[0]["text"])
+
+
 def model_reply(pi: PiProcess, since: int) -> str:
     """The scripted model's next reply text (it echoes the tool result it received)."""
-    record = pi.wait_record(
-        lambda r: r.get("type") == "message_end" and r["message"].get("role") == "assistant"
-        and bool(r["message"].get("content"))
-        and r["message"]["content"][0].get("type") == "text",
-        since=since,
-    )
-    return str(record["message"]["content"][0]["text"])
+    text = assistant_text(pi.wait_record(lambda r: assistant_text(r) is not None, since=since))
+    assert text is not None
+    return text
 
 
 def completed_flows(pi: PiProcess) -> list[str]:
@@ -140,7 +149,8 @@ async def test_observers_alone_get_the_fallback_and_see_no_form(headless_pi: PiP
     await watcher.open(Listener())
     raw = RawRelay(pi.socket_path, role="observer")
     try:
-        assert watcher.hello is not None and watcher.hello.client_hello == 1
+        assert watcher.hello is not None
+        assert watcher.hello.client_hello == 1
         started = time.monotonic()
         since = call(pi, "watched")
         assert_fallback(pi, "watched", since, started)
@@ -252,11 +262,7 @@ async def test_a_bridge_cancel_ends_the_agents_turn(headless_pi: PiProcess) -> N
         assert isinstance(outcome, SubmitAccepted)
     end = pi.wait_record(lambda r: r.get("type") == "agent_end", since=since)
     # the turn was aborted: the model was not asked again after the tool call
-    replies = [
-        r for r in pi.records[since : pi.records.index(end)]
-        if r.get("type") == "message_end" and r["message"].get("role") == "assistant"
-        and r["message"]["content"] and r["message"]["content"][0].get("type") == "text"
-    ]
+    replies = [r for r in pi.records[since : pi.records.index(end)] if assistant_text(r)]
     assert replies == []
     assert "tool:cancelled" in completed_flows(pi)
 

@@ -54,7 +54,8 @@ async def test_no_provider_gives_the_fallback_at_once_and_no_event() -> None:
         assert result["result"]["answers"] == {}
         assert [q["id"] for q in result["result"]["questions"]] == ["q"]
         [session] = server.sessions
-        assert session.host is not None and session.host.active_flows == ()
+        assert session.host is not None
+        assert session.host.active_flows == ()
         # nothing else was sent: the next message answers the next request
         await link.send({"type": "command", "ref": 2, "name": "list", "args": ""})
         assert (await link.read())["report"]["flowIds"] == []
@@ -106,7 +107,8 @@ async def test_a_provider_failure_is_a_tool_error_without_completed() -> None:
         await link.send({"type": "provider_failed", "ref": 1, "message": "no bridge left"})
         assert await link.read() == {"type": "error", "ref": 1, "message": "no bridge left"}
         [session] = server.sessions
-        assert session.host is not None and session.host.get("tool:c2") is None
+        assert session.host is not None
+        assert session.host.get("tool:c2") is None
         assert server.completed == []
 
 
@@ -140,7 +142,12 @@ async def test_a_cancel_ends_the_turn() -> None:
     async with StandinServer() as server, peer(server) as link:
         await negotiate(link, 1, "c5")
         await provide(link, 1)
-        cancel = {"version": 1, "requestId": "r", "flowId": "tool:c5", "response": {"kind": "cancel"}}
+        cancel = {
+            "version": 1,
+            "requestId": "r",
+            "flowId": "tool:c5",
+            "response": {"kind": "cancel"},
+        }
         await link.send({"type": "submit", "data": cancel})
         completed, result, ack = [await link.read() for _ in range(3)]
         assert completed["channel"] == COMPLETED

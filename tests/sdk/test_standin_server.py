@@ -91,7 +91,9 @@ async def test_open_submit_and_tool_results_come_from_the_core() -> None:
         refused = await link.read()
         assert refused["report"]["error"] == "bad_arguments"
 
-        await link.send({"type": "tool", "ref": 2, "toolCallId": "t1", "params": FORM, "mode": "tui"})
+        await link.send(
+            {"type": "tool", "ref": 2, "toolCallId": "t1", "params": FORM, "mode": "tui"}
+        )
         opened = await link.read()
         assert (opened["type"], opened["flowId"]) == ("opened", "tool:t1")
         assert opened["cancelled"]["cancelled"] is True
@@ -136,7 +138,9 @@ async def test_open_submit_and_tool_results_come_from_the_core() -> None:
 async def test_a_closed_link_disposes_its_flows_without_completed() -> None:
     async with StandinServer() as server:
         async with peer(server) as link:
-            await link.send({"type": "tool", "ref": 1, "toolCallId": "t2", "params": FORM, "mode": "tui"})
+            await link.send(
+                {"type": "tool", "ref": 1, "toolCallId": "t2", "params": FORM, "mode": "tui"}
+            )
             assert (await link.read())["type"] == "opened"
             assert (await link.read())["channel"] == "pi-agent-ask:started"
             [session] = server.sessions
