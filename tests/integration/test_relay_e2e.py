@@ -232,6 +232,8 @@ async def test_malformed_lines_and_forbidden_channel_leave_pi_unaffected(
                 "forbidden_channel",
             ),
             (b'{"type": "emit", "channel": "pi-agent-ask:submit"}\n', "bad_message"),
+            (b'{"type": "hello", "role": "answerer"}\n', "bad_message"),  # no version
+            (b'{"type": "hello", "version": 1, "role": "boss"}\n', "bad_message"),
             (b"x" * (1024 * 1024 + 10) + b"\n", "line_too_long"),
         ]
         for line, code in bad:
