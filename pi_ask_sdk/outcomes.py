@@ -130,7 +130,10 @@ class SubmitRejected(_NoTruthValue, msgspec.Struct, frozen=True):
 
     ticket: SubmitTicket
     error: SubmitErrorCode
+    """The typed code: branch on it (it is the contract)."""
     message: str
+    """For people: each host words it its own way (the real ``pi-agent-ask`` differently from
+    ``pi_ask_core``). Show or log it; never parse it."""
     kind: Literal["rejected"] = "rejected"
 
     @property

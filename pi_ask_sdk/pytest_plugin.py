@@ -18,7 +18,9 @@ enable them; enabled, a Pi that cannot be installed fails them.
   relay and the stand-in host (or your ``pi-agent-ask``: ``--pi-ask-host PATH`` or
   ``PI_ASK_HOST_EXTENSION``). ``pi.open_form(params)`` opens a form, ``pi.client()`` is a
   ``BridgeClient`` to it (``async with pi.client() as client``), ``pi.result(flow_id)`` the
-  completed ``AskResult``. Tests using it get the ``pi_ask_real_pi`` marker.
+  completed ``AskResult``. Tests using it get the ``pi_ask_real_pi`` marker. RPC mode is
+  headless: a form the model opens (``pi.call_ask_user``) opens only while an answering bridge
+  is connected (open ``pi.client()`` first); pytest's header says so.
 * ``pi_ask_pi_env``: the installed Pi (session scope): the pinned Pi from npm, installed once
   into ``~/.cache/pi-ask-sdk/pi`` (``PI_ASK_PI_CACHE`` overrides); ``--pi-ask-pi-flavour legacy``
   (or ``PI_ASK_PI_FLAVOUR``) picks Pi 0.74.2 on the machine's node 20.
@@ -52,6 +54,7 @@ __all__ = [
     "pytest_addoption",
     "pytest_collection_modifyitems",
     "pytest_configure",
+    "pytest_report_header",
 ]
 
 _REAL_PI = "pi_ask_real_pi"
@@ -82,6 +85,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", f"{_REAL_PI}: uses a real Pi (off unless --pi-ask-real-pi or PI_ASK_REAL_PI=1)"
+    )
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    if not _real_pi_enabled(config):
+        return None
+    return (
+        "pi-ask real Pi: headless (RPC mode): a form Pi's model opens reaches a bridge only "
+        "while it is connected as an answerer (pi.client()); else the model gets the "
+        "non-interactive result"
     )
 
 

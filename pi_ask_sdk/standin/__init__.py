@@ -16,13 +16,32 @@ Link protocol (JSON lines, split on ``\\n`` only), one connection per Pi session
     extension -> server   {"type":"hello","pid":N,"cwd":"..."}
                           {"type":"submit","data":...}          every emit on pi-agent-ask:submit
                           {"type":"command","ref":R,"name":"open|cancel|dispose|list","args":"..."}
-                          {"type":"tool","ref":R,"toolCallId":"...","params":{...}}
+                          {"type":"tool","ref":R,"toolCallId":"...","params":{...},"mode":M}
+                                                                M: Pi's run mode (null if none)
+                          {"type":"provider","ref":R,"connected":B}  after "negotiate": whether
+                                                                an external-UI provider connected
+                          {"type":"provided","ref":R,"response":...}  its open() resolved
+                          {"type":"provider_failed","ref":R,"message":"..."}  open() rejected
                           {"type":"abort","ref":R}              the tool call was aborted
     server -> extension   {"type":"emit","channel":C,"data":...}   emitted on pi.events
                           {"type":"report","ref":R,"report":{...}} the command's report (notified)
-                          {"type":"opened","ref":R,"flowId":"...","cancelled":{AskResult}}
-                          {"type":"result","ref":R,"text":"...","result":{...}}  the tool's result
-                          {"type":"error","ref":R,"message":"..."}  the tool fails (malformed input)
+                          {"type":"negotiate","ref":R}   emit pi-agent-ask:external-ui now, and
+                                                                say whether a provider connected
+                          {"type":"opened","ref":R,"flowId":"...","cancelled":{AskResult},
+                           "request"?:{...}}            the flow opened; with "request": call
+                                                        the provider's open() with it (+ signal)
+                          {"type":"result","ref":R,"text":"...","result":{...},"abort":B}
+                                                        the tool's result; abort: end the
+                                                        agent's turn (a completed cancel)
+                          {"type":"error","ref":R,"message":"..."}  the tool fails (malformed
+                                                        input, the provider failed or answered
+                                                        invalidly)
+
+The server decides (``pi_ask_core.external_ui``): in the TUI (mode ``"tui"``) a valid call
+opens at once; in any other mode it answers ``negotiate``, and then opens the flow (``opened``
+with the provider's ``request``) or, with no provider, returns the non-interactive result with
+no event. The extension accepts a provider itself (``connect()`` must answer inside the emit):
+the first with version 1, a non-blank id and an ``open`` function.
 
 When the connection ends (session shutdown, Pi exits) the session's ``FlowHost`` is closed: its
 flows are disposed without ``completed``, as in Pi.

@@ -12,6 +12,9 @@
 // What it registers (each session: Pi calls this factory again after /new, /resume, /fork, /reload):
 //   tool `ask_user`: opens a flow with the real tool call id; resolves with the AskResult when the flow
 //     completes (content: the result as JSON text; details: the result). Abort -> the flow is disposed.
+//     Outside the TUI it first negotiates an external UI (pi-agent-ask:external-ui) as the real host
+//     does: no provider -> the non-interactive (cancelled) result at once, no events; the provider's
+//     failure -> a tool error. A completed cancel ends the agent's turn (ctx.abort()).
 //   /pi-ask-test-open <json>       {"toolCallId"?, "params", "presentSingleAsMulti"?, "source"?}
 //   /pi-ask-test-cancel <flowId>   cancel locally, like the TUI's Esc (completed, cancelled)
 //   /pi-ask-test-dispose <flowId>  end without a completed event

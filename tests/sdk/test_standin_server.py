@@ -180,6 +180,27 @@ def test_real_pi_fixture_is_off_unless_asked(tmp_path: Path) -> None:
     )
     assert "1 skipped" in done.stdout, done.stdout
     assert "enable with --pi-ask-real-pi" in done.stdout
+    assert "headless (RPC mode)" not in done.stdout  # the header speaks only when it is on
+
+
+def test_the_plugin_header_says_pi_runs_headless(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    (tmp_path / "test_x.py").write_text("def test_x():\n    pass\n")
+    env = {**os.environ, "PI_ASK_REAL_PI": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "test_x.py"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout
+    assert "pi-ask real Pi: headless (RPC mode)" in done.stdout
+    assert "connected as an answerer" in done.stdout
 
 
 def test_the_session_uses_its_server_through_the_public_seam_only() -> None:
