@@ -591,13 +591,24 @@ class Relay {
 					if (error === undefined) resolve(undefined);
 					else reject(error);
 					if (this.provided.size === 0) this.stopGrace();
+					this.keepAlive();
 				},
 			};
 			const onAbort = (): void => form.settle();
 			signal.addEventListener("abort", onAbort, { once: true });
 			this.provided.add(form);
+			this.keepAlive();
 			if (this.answerers === 0) this.startGrace();
 		});
+	}
+
+	/** The relay never keeps Pi alive, except while a form it provides waits for an answer: then
+	 * Pi is waiting on us (in `pi -p` nothing else may hold its event loop). */
+	private keepAlive(): void {
+		const server = this.server;
+		if (server === undefined) return;
+		if (this.provided.size > 0) server.ref();
+		else server.unref();
 	}
 
 	setRole(client: Client, role: Role): void {
@@ -626,8 +637,7 @@ class Relay {
 				logErrorOnce("grace", `failing unanswered forms failed: ${(e as Error)?.message ?? String(e)}`);
 			}
 		}, GRACE_MS);
-		timer.unref(); // never keeps Pi alive
-		this.graceTimer = timer;
+		this.graceTimer = timer; // (kept referenced: Pi waits for this verdict)
 	}
 
 	private stopGrace(): void {

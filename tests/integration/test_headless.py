@@ -322,3 +322,20 @@ async def test_with_two_providers_the_first_wins_and_the_relay_keeps_relaying(
         else:
             assert other_said == ["[other-provider] connected: true"] * 2
             assert len(refused) == 1  # logged once
+
+
+def test_pi_quits_while_a_provided_form_waits(
+    pi_installation: PiEnv, shared_tmp: Path, tmp_path: Path
+) -> None:
+    with running_pi(pi_installation, tmp_path / "pi", shared_tmp=shared_tmp) as pi:
+        bridge = RawRelay(pi.socket_path)
+        try:
+            call(pi, "quit")
+            assert bridge.event()[0] == "pi-agent-ask:started"
+            started = time.monotonic()
+            code = pi.stop()  # closes stdin: Pi quits, the relay with it
+            assert code == 0  # not killed: nothing held Pi
+            assert time.monotonic() - started < 5
+            assert bridge.read() == {"type": "session_end", "reason": "quit"}
+        finally:
+            bridge.close()
