@@ -688,8 +688,9 @@ class Relay {
 	}
 
 	private onEvent(channel: string, emitted: unknown): void {
-		let data = emitted;
-		let json = JSON.stringify(data === undefined ? null : data);
+		// Only the protocol's keys of a submit-result cross the socket.
+		const data = channel === CH_SUBMIT_RESULT ? protocolOnly(emitted) : emitted;
+		const json = JSON.stringify(data === undefined ? null : data);
 		const flowId = stringField(data, "flowId");
 		let owner: Client | null | undefined;
 		if (channel === CH_STARTED && flowId !== undefined) {
@@ -697,8 +698,6 @@ class Relay {
 		} else if (channel === CH_COMPLETED && flowId !== undefined) {
 			this.forgetForm(flowId);
 		} else if (channel === CH_SUBMIT_RESULT) {
-			data = protocolOnly(data);
-			json = JSON.stringify(data === undefined ? null : data);
 			// The host no longer has this flow (disposed, aborted): stop replaying it.
 			if (flowId !== undefined && stringField(data, "error") === "flow_not_found") this.forgetForm(flowId);
 			owner = this.takeOwner(stringField(data, "requestId"), flowId);
