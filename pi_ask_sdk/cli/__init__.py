@@ -178,7 +178,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     standin_path.set_defaults(run=_cmd_standin_path)
     try_ = commands.add_parser(
-        "try", help="start a real Pi (relay + stand-in host) with a live form to answer"
+        "try",
+        help="start a real Pi headless (relay + stand-in host); once a bridge that answers "
+        "forms connects, its model asks with a live form",
     )
     try_.add_argument("--form", help="ask_user input as a JSON file ('-': stdin); default: a demo")
     try_.add_argument("--count", type=int, default=1, help="forms to open, one after another")

@@ -3,7 +3,7 @@ description, examples and the exit statuses: ``CommandParser``), argument types,
 messages that name the command's flags.
 
 Exit statuses, the same for every subcommand: 0 done; 1 ran but nothing was accepted
-(``answer``, ``demo``), a check failed (``doctor``) or the host refused the form (``try``); 2
+(``answer``, ``demo``), a check failed (``doctor``) or the form was refused or failed (``try``); 2
 usage error; 3 runtime error (no relay, several Pis and none chosen, unsafe relay path, lost
 connection, Pi failed or exited); 130 interrupted (Ctrl-C).
 """
@@ -34,7 +34,7 @@ __all__ = [
 EXIT_OK: Final = 0
 EXIT_FAILED: Final = 1
 """Ran, but nothing was accepted (``answer``, ``demo``), a check failed (``doctor``) or the host
-refused the form (``try``)."""
+refused the form or its call failed (``try``)."""
 EXIT_USAGE: Final = 2
 EXIT_RUNTIME: Final = 3
 EXIT_INTERRUPTED: Final = 130
@@ -43,7 +43,7 @@ EXIT_CODES: Final = """\
 exit status:
   0    done (also when the reader of the output went away: pi-ask schema | head)
   1    ran, but nothing was accepted (answer, demo), a check failed (doctor) or the
-       host refused the form (try)
+       host refused the form or its call failed (try)
   2    usage error (bad arguments, an invalid --form)
   3    runtime error: no relay found, several Pis and none chosen, unsafe relay path,
        connection lost, Pi failed or exited (try)
@@ -88,10 +88,12 @@ _COMMANDS: Final[Mapping[str, tuple[str | None, tuple[str, ...]]]] = {
     ),
     "try": (
         "Install the pinned Pi from npm into the cache (once), start it headless with the relay "
-        "and the stand-in host (or your pi-agent-ask with --host), and make its model open a form "
-        "(the demo form, or --form, checked by pi_ask_core before Pi starts). Answer it from "
-        "another terminal (pi-ask answer) or with your bridge; each completed result is printed. "
-        "Exit status 1 when the host refused the form, 3 when Pi failed or exited.",
+        "and the stand-in host (or your pi-agent-ask with --host), wait until a bridge that "
+        "answers forms is connected (headless, a form opens only then: pi-ask answer from "
+        "another terminal, or your bridge; pi-ask watch only observes), and make its model open "
+        "a form (the demo form, or --form, checked by pi_ask_core before Pi starts); each "
+        "completed result is printed. Exit status 1 when the host refused the form or the call "
+        "failed (every answering bridge left), 3 when Pi failed or exited.",
         (
             "pi-ask try",
             "pi-ask try --form my-form.json --count 2",

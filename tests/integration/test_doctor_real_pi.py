@@ -33,10 +33,11 @@ async def doctor_json(relay_dir: Path) -> tuple[int, dict[str, object]]:
     return proc.returncode, report
 
 
-def check_for(report: dict[str, object], pid: int) -> dict[str, str]:
+def check_for(report: dict[str, object], pid: int, what: str = "pi {pid}") -> dict[str, str]:
+    """The one check about ``what`` (formatted with ``pid``) in a doctor report."""
     checks = report["checks"]
     assert isinstance(checks, list)
-    found = [check for check in checks if check["what"] == f"pi {pid}"]
+    found = [check for check in checks if check["what"] == what.format(pid=pid)]
     assert len(found) == 1, checks
     return dict(found[0])
 
@@ -96,16 +97,9 @@ async def test_doctor_counts_the_answering_and_observing_clients_of_a_relay(
         ):
             _, report = await doctor_json(relays)
     # (the doctor connects as an observer and does not count itself)
-    before = relay_check(alone, pi.pid)
+    before = check_for(alone, pi.pid, "relay pi-{pid}.sock")
     assert "clients: 0 answering, 0 observing" in before["detail"]
     assert "fallback" in before["detail"]
-    check = relay_check(report, pi.pid)
+    check = check_for(report, pi.pid, "relay pi-{pid}.sock")
     assert check["status"] == "ok"
     assert check["detail"].endswith("clients: 2 answering, 1 observing")
-
-
-def relay_check(report: dict[str, object], pid: int) -> dict[str, str]:
-    checks = report["checks"]
-    assert isinstance(checks, list)
-    [found] = [check for check in checks if check["what"] == f"relay pi-{pid}.sock"]
-    return dict(found)

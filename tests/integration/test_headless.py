@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
 
@@ -45,11 +46,17 @@ def headless_pi(
     pi_installation: PiEnv, shared_tmp: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[PiProcess]:
     """One headless Pi for the module, with a short grace period for a bridge that left."""
+    with pi_with_grace(pi_installation, shared_tmp, tmp_path_factory.mktemp("pi"), GRACE_MS) as pi:
+        yield pi
+
+
+@contextmanager
+def pi_with_grace(
+    env: PiEnv, shared_tmp: Path, workdir: Path, grace_ms: int
+) -> Iterator[PiProcess]:
+    """A headless Pi of the test's own whose relay keeps a form ``grace_ms`` for a bridge."""
     with running_pi(
-        pi_installation,
-        tmp_path_factory.mktemp("pi"),
-        shared_tmp=shared_tmp,
-        extra_env={"PI_ASK_RELAY_GRACE_MS": str(GRACE_MS)},
+        env, workdir, shared_tmp=shared_tmp, extra_env={"PI_ASK_RELAY_GRACE_MS": str(grace_ms)}
     ) as pi:
         yield pi
 
@@ -198,12 +205,7 @@ async def test_a_killed_bridge_ends_the_call_as_a_tool_error_and_the_form_is_not
 async def test_a_bridge_that_returns_within_the_grace_period_keeps_the_form(
     pi_installation: PiEnv, shared_tmp: Path, tmp_path: Path
 ) -> None:
-    with running_pi(
-        pi_installation,
-        tmp_path / "pi",
-        shared_tmp=shared_tmp,
-        extra_env={"PI_ASK_RELAY_GRACE_MS": "60000"},
-    ) as pi:
+    with pi_with_grace(pi_installation, shared_tmp, tmp_path / "pi", 60_000) as pi:
         first = RawRelay(pi.socket_path)
         since = call(pi, "back")
         assert first.event()[0] == "pi-agent-ask:started"
@@ -221,12 +223,7 @@ async def test_a_bridge_that_returns_within_the_grace_period_keeps_the_form(
 async def test_a_zero_grace_period_fails_the_call_when_the_bridge_leaves(
     pi_installation: PiEnv, shared_tmp: Path, tmp_path: Path
 ) -> None:
-    with running_pi(
-        pi_installation,
-        tmp_path / "pi",
-        shared_tmp=shared_tmp,
-        extra_env={"PI_ASK_RELAY_GRACE_MS": "0"},
-    ) as pi:
+    with pi_with_grace(pi_installation, shared_tmp, tmp_path / "pi", 0) as pi:
         bridge = RawRelay(pi.socket_path)
         since = call(pi, "gone")
         assert bridge.event()[0] == "pi-agent-ask:started"

@@ -16,24 +16,7 @@ import pytest
 from pi_ask_sdk import BridgeClient
 from pi_ask_sdk.transports.relay import RelayHandshakeError, RelayRole, RelayTransport
 
-from .test_relay_handshake import HELLO, Recorder, fake_relay, hold, line
-
-STARTED = {
-    "version": 1,
-    "flowId": "f1",
-    "source": "tool",
-    "questions": [
-        {
-            "id": "q",
-            "label": "Q",
-            "prompt": "?",
-            "type": "single",
-            "required": False,
-            "options": [{"value": "a", "label": "A"}],
-        }
-    ],
-    "createdAt": 1,
-}
+from .test_relay_handshake import HELLO, STARTED, Recorder, fake_relay, hold, line
 
 
 @pytest.mark.asyncio
@@ -104,7 +87,7 @@ async def test_a_relay_that_never_welcomes_fails_the_handshake(tmp_path: Path) -
 
 def test_a_role_is_answerer_or_observer() -> None:
     with pytest.raises(ValueError, match="role"):
-        RelayTransport("/nonexistent.sock", role="watcher")
+        RelayTransport("/nonexistent.sock", role="watcher")  # type: ignore[arg-type]
 
 
 def test_observer_mode_needs_the_default_factory() -> None:

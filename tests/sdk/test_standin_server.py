@@ -11,6 +11,8 @@ import asyncio
 import json
 import os
 import stat
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -161,43 +163,33 @@ def test_cli_prints_the_extension_path(capsys: pytest.CaptureFixture[str]) -> No
     assert capsys.readouterr().out.strip() == str(standin_extension_path())
 
 
-def test_real_pi_fixture_is_off_unless_asked(tmp_path: Path) -> None:
-    import subprocess
-    import sys
-
-    (tmp_path / "test_x.py").write_text(
-        "def test_x(pi_ask_real_pi):\n    raise AssertionError('must not run')\n"
-    )
-    env = {k: v for k, v in os.environ.items() if k not in ("PI_ASK_REAL_PI", "CI")}
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rs", "-m", "pi_ask_real_pi"],
-        cwd=tmp_path,
+def run_pytest(
+    directory: Path, test: str, env: dict[str, str], *args: str
+) -> subprocess.CompletedProcess[str]:
+    """pytest (with this package's plugin) on a one-test project of ``test``'s source."""
+    (directory / "test_x.py").write_text(test)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+        cwd=directory,
         env=env,
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
     )
+
+
+def test_real_pi_fixture_is_off_unless_asked(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("PI_ASK_REAL_PI", "CI")}
+    test = "def test_x(pi_ask_real_pi):\n    raise AssertionError('must not run')\n"
+    done = run_pytest(tmp_path, test, env, "-rs", "-m", "pi_ask_real_pi")
     assert "1 skipped" in done.stdout, done.stdout
     assert "enable with --pi-ask-real-pi" in done.stdout
     assert "headless (RPC mode)" not in done.stdout  # the header speaks only when it is on
 
 
 def test_the_plugin_header_says_pi_runs_headless(tmp_path: Path) -> None:
-    import subprocess
-    import sys
-
-    (tmp_path / "test_x.py").write_text("def test_x():\n    pass\n")
-    env = {**os.environ, "PI_ASK_REAL_PI": "1"}
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "test_x.py"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = run_pytest(tmp_path, "def test_x():\n    pass\n", {**os.environ, "PI_ASK_REAL_PI": "1"})
     assert done.returncode == 0, done.stdout
     assert "pi-ask real Pi: headless (RPC mode)" in done.stdout
     assert "connected as an answerer" in done.stdout
