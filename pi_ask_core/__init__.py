@@ -26,6 +26,7 @@ from .external_ui import (
     external_ui_request,
     invalid_provider_response,
     negotiates,
+    non_interactive_result,
 )
 from .forms import Form, parse_form
 from .host import Clock, FlowHandle, FlowHost, FlowState, Scheduler
@@ -153,6 +154,7 @@ __all__ = [
     "external_ui_request",
     "invalid_provider_response",
     "negotiates",
+    "non_interactive_result",
     "parse_form",
     "submit_result_from_builtins",
 ]

@@ -13,8 +13,10 @@ from typing import Final, Literal
 
 from msgspec import UNSET, UnsetType
 
+from .forms import Form
 from .host import FlowHandle
-from .protocol import AskQuestion, _Wire
+from .protocol import AskQuestion, AskResult, _Wire
+from .results import build_result
 
 __all__ = [
     "EXTERNAL_UI",
@@ -22,6 +24,7 @@ __all__ = [
     "external_ui_request",
     "invalid_provider_response",
     "negotiates",
+    "non_interactive_result",
 ]
 
 EXTERNAL_UI: Final = "pi-agent-ask:external-ui"
@@ -44,6 +47,12 @@ def negotiates(mode: object) -> bool:
     before its form opens: every mode but the TUI (``"rpc"``, ``"json"``, ``"print"``, and a
     Pi too old to say its mode). In the TUI the host's own form opens directly."""
     return mode != "tui"
+
+
+def non_interactive_result(form: Form) -> AskResult:
+    """The tool result when no provider connected (spec §5.7): the normalized form as a
+    cancelled result with no answers. No flow exists, and no event is emitted."""
+    return build_result(form, {}, cancelled=True)
 
 
 def external_ui_request(handle: FlowHandle) -> ExternalUiRequest:

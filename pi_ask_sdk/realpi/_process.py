@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, cast
 
-from typing_extensions import TypedDict, Unpack
+from typing_extensions import Self, TypedDict, Unpack
 
 from pi_ask_core import AskResult
 from pi_ask_sdk._params import AskParams
@@ -184,34 +184,38 @@ class PiProcess:
                 f"{done.stdout}{done.stderr}".rstrip()
             )
 
-    def start(self) -> PiProcess:
+    def start(self) -> Self:
         if self.test_host and self.host_extension is None and self.standin is None:
             self._own_standin = StandinThread(present_single_as_multi=self._present_single_as_multi)
             self.standin = self._own_standin.start()
         try:
-            self.proc = subprocess.Popen(
-                self.command_line(),
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                cwd=self.workdir,
-                env=self.environment(),
-                # Its own session: a Ctrl-C in the terminal reaches only this process, which
-                # then stops Pi by closing its stdin, so Pi shuts down and the relay removes its
-                # socket (killed by the SIGINT itself, Pi would leave a stale socket behind).
-                start_new_session=True,
-            )
+            self._launch()
         except OSError as error:  # e.g. an empty or foreign node binary
             self._stop_standin()
             raise PiFailed(
                 f"cannot start Pi ({self.env.flavour}) with {self.env.node}: {error}; "
                 "install_pi() verifies and repairs the install"
             ) from error
+        return self
+
+    def _launch(self) -> None:
+        """Start Pi's process and the threads that read it (here: RPC on pipes)."""
+        self.proc = subprocess.Popen(
+            self.command_line(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=self.workdir,
+            env=self.environment(),
+            # Its own session: a Ctrl-C in the terminal reaches only this process, which
+            # then stops Pi by closing its stdin, so Pi shuts down and the relay removes its
+            # socket (killed by the SIGINT itself, Pi would leave a stale socket behind).
+            start_new_session=True,
+        )
         for target in (self._read_stdout, self._read_stderr):
             thread = threading.Thread(target=target, daemon=True)
             thread.start()
             self._threads.append(thread)
-        return self
 
     @property
     def pid(self) -> int:
@@ -259,7 +263,7 @@ class PiProcess:
         assert self.proc is not None
         self.proc.send_signal(sig)
 
-    def __enter__(self) -> PiProcess:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

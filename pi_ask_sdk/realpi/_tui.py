@@ -60,12 +60,7 @@ class PiTui(PiProcess):
         at = args.index("--mode")
         return args[:at] + args[at + 2 :]
 
-    def start(self) -> PiTui:
-        if self.test_host and self.host_extension is None and self.standin is None:
-            from pi_ask_sdk.standin import StandinThread
-
-            self._own_standin = StandinThread(present_single_as_multi=self._present_single_as_multi)
-            self.standin = self._own_standin.start()
+    def _launch(self) -> None:
         master, slave = pty.openpty()
         rows, columns = self._size
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
@@ -79,13 +74,15 @@ class PiTui(PiProcess):
                 env={**self.environment(), "TERM": "xterm-256color"},
                 start_new_session=True,  # the pty is its controlling terminal
             )
+        except OSError:
+            os.close(master)
+            raise
         finally:
             os.close(slave)
         self._master = master
         thread = threading.Thread(target=self._read_pty, daemon=True)
         thread.start()
         self._threads.append(thread)
-        return self
 
     def _read_pty(self) -> None:
         master = self._master
@@ -153,6 +150,3 @@ class PiTui(PiProcess):
             thread.join(timeout)
         self._stop_standin()
         return None if proc is None else proc.returncode
-
-    def __enter__(self) -> PiTui:
-        return self.start()

@@ -27,6 +27,7 @@ from pi_ask_core import (
     external_ui_request,
     invalid_provider_response,
     negotiates,
+    non_interactive_result,
     parse_form,
 )
 
@@ -164,7 +165,7 @@ class StandinSession:
             return
         # Nothing is open yet: the extension emits the negotiation event and says whether a
         # provider connected ("provider"); with none, the non-interactive result (no events).
-        self._negotiating[ref] = (params, tool_call_id, build_result(form, {}, cancelled=True))
+        self._negotiating[ref] = (params, tool_call_id, non_interactive_result(form))
         self._send({"type": "negotiate", "ref": ref})
 
     def _provider(self, host: FlowHost, ref: int, connected: bool) -> None:
