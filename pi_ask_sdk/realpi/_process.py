@@ -10,9 +10,10 @@ import stat
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, cast
+from typing import TYPE_CHECKING, BinaryIO, Literal, cast
 
 from typing_extensions import Self, TypedDict, Unpack
 
@@ -562,6 +563,56 @@ class PiProcess:
                 buffer += chunk
         hello = json.loads(buffer.split(b"\n", 1)[0])
         return int(hello.get("answering", 0)), int(hello.get("observing", 0))
+
+    @contextmanager
+    def answering(self, *, timeout: float = WAIT) -> Iterator[None]:
+        """Hold a connection to the relay that says it answers forms while the block runs: a
+        form the model opens meanwhile (``call_ask_user``) opens and waits for a bridge, which
+        may connect later (``pi.client()``, a bridge process), instead of ending at once with
+        the non-interactive result. What it receives is read and dropped."""
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            reader = self._say_answerer(sock, timeout)
+        except (OSError, ValueError) as error:
+            sock.close()
+            raise PiFailed(f"cannot hold an answering connection to the relay: {error}") from None
+        except BaseException:
+            sock.close()
+            raise
+        drain = threading.Thread(target=reader.read, daemon=True)  # what arrives, until EOF
+        drain.start()
+        try:
+            yield
+        finally:
+            # shutdown: the relay sees the end now, and the drain reads EOF (the socket's fd
+            # stays open while its reader does)
+            with suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            drain.join(timeout)
+            reader.close()
+            sock.close()
+
+    def _say_answerer(self, sock: socket.socket, timeout: float) -> BinaryIO:
+        """Connect ``sock`` to the relay as an answerer; returns its reader once welcomed."""
+        sock.settimeout(timeout)
+        sock.connect(str(self.socket_path))
+        reader = sock.makefile("rb")
+        try:
+            hello = json.loads(reader.readline())
+            if int(hello.get("clientHello", 0)) < 1:
+                raise ValueError("this relay has no client hello: it never serves headless forms")
+            sock.sendall(b'{"type":"hello","version":1,"role":"answerer"}\n')
+            while True:  # the replays come before the welcome
+                line = reader.readline()
+                if not line:
+                    raise ValueError("the relay closed the connection before its welcome")
+                if json.loads(line).get("type") == "welcome":
+                    break
+        except BaseException:
+            reader.close()
+            raise
+        sock.settimeout(None)
+        return reader
 
     def wait_answerer(self, *, timeout: float | None = WAIT, poll: float = 0.1) -> None:
         """Wait until a bridge that answers forms is connected to the relay (``timeout=None``:

@@ -139,6 +139,7 @@ def stopped_with_a_form_open(
         with (
             server_process(directory / "s.sock") as server,
             pi_on(env, tmp_path / "pi", shared_tmp, directory / "s.sock", reply_timeout) as pi,
+            pi.answering(),  # headless: the form opens for an answering bridge only
         ):
             since = pi.mark()
             wait_open(pi, pi.call_ask_user(single_question(), tool_call_id=call_id))
@@ -241,16 +242,18 @@ def test_back_to_back_calls_and_a_new_session_get_their_own_results(
     pi_installation: PiEnv, shared_tmp: Path, tmp_path: Path
 ) -> None:
     with running_pi(pi_installation, tmp_path / "pi", shared_tmp=shared_tmp) as pi:
-        # right after each result Pi's model is still replying: the kit waits until it is idle
-        for value in ("a", "b", "a", "b", "a"):
-            flow_id = pi.call_ask_user(single_question(), tool_call_id="same")
-            answer(pi, flow_id, value)
-            assert pi.result(flow_id).answers["q"].values == [value]
+        with pi.answering():  # headless: the forms open for an answering bridge only
+            # right after each result Pi's model is still replying: the kit waits until idle
+            for value in ("a", "b", "a", "b", "a"):
+                flow_id = pi.call_ask_user(single_question(), tool_call_id="same")
+                answer(pi, flow_id, value)
+                assert pi.result(flow_id).answers["q"].values == [value]
         pi.wait_idle()
         pi.new_session()
-        flow_id = pi.call_ask_user(single_question(), tool_call_id="same")
-        answer(pi, flow_id, "b")
-        assert pi.result(flow_id).answers["q"].values == ["b"]
+        with pi.answering():  # (the new session's relay is a new connection)
+            flow_id = pi.call_ask_user(single_question(), tool_call_id="same")
+            answer(pi, flow_id, "b")
+            assert pi.result(flow_id).answers["q"].values == ["b"]
         opened = pi.open_form(single_question())
         assert pi.complete_form(opened, {"kind": "cancel"})["ok"] is True
         assert pi.result(opened).cancelled
@@ -267,6 +270,8 @@ def test_two_pis_on_one_server_get_their_own_results(
         running_pi(
             pi_installation, tmp_path / "two", shared_tmp=shared_tmp, standin=standin
         ) as two,
+        one.answering(),
+        two.answering(),
     ):
         first, second = one.call_ask_user(single_question()), two.call_ask_user(single_question())
         assert first == second  # the same default tool call id in both
@@ -281,7 +286,10 @@ def test_a_pi_without_agent_idle_in_time_is_a_typed_error(
 ) -> None:
     from pi_ask_sdk.realpi import PiFailed
 
-    with running_pi(pi_installation, tmp_path / "pi", shared_tmp=shared_tmp) as pi:
+    with (
+        running_pi(pi_installation, tmp_path / "pi", shared_tmp=shared_tmp) as pi,
+        pi.answering(),
+    ):
         flow_id = pi.call_ask_user(single_question(), tool_call_id="open")
         wait_open(pi, flow_id)  # the agent waits on this form
         started = time.monotonic()
