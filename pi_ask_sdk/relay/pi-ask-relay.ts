@@ -7,7 +7,8 @@
 // Design rules: never TCP; never crash or block Pi (every socket callback is guarded; output is
 // written as each client reads it, and only a client that stops reading is dropped); one socket per
 // Pi process: <dir>/pi-<pid>.sock; listen on session_start, announce session_end and close on
-// session_shutdown (Pi calls the factory again for every new session).
+// session_shutdown (Pi calls the factory again for every new session). Headless, it is the host's
+// external-UI provider while a client that answers forms (said so in its hello) is connected.
 // Only type imports from Pi, so loading the relay costs no extra module graph.
 
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
