@@ -63,6 +63,7 @@ def pi_with_grace(
 
 def call(pi: PiProcess, call_id: str) -> int:
     """The scripted model calls ask_user; returns the record mark before it."""
+    pi.wait_idle()  # (Pi takes a prompt only when its agent is idle)
     since = pi.mark()
     pi.prompt(f"CALL ask_user#{call_id} {json.dumps(single_question())}")
     return since
@@ -311,14 +312,36 @@ async def test_with_two_providers_the_first_wins_and_the_relay_keeps_relaying(
                 assert isinstance(outcome, SubmitAccepted)
                 record = tool_end(pi, f"two-{n}", since)
                 assert record["result"]["details"]["answers"]["q"]["values"] == ["a"]
-        other_said = [line for line in pi.stderr_lines if line.startswith("[other-provider]")]
-        refused = [line for line in pi.stderr_lines if "refused the relay" in line]
-        if relay_first:
-            assert other_said == ["[other-provider] connected: false"] * 2
-            assert refused == []
-        else:
-            assert other_said == ["[other-provider] connected: true"] * 2
-            assert len(refused) == 1  # logged once
+    # (read once Pi has stopped: then all of its stderr has been read)
+    other_said = [line for line in pi.stderr_lines if line.startswith("[other-provider]")]
+    refused = [line for line in pi.stderr_lines if "refused the relay" in line]
+    if relay_first:
+        assert other_said == ["[other-provider] connected: false"] * 2
+        assert refused == []
+    else:
+        assert other_said == ["[other-provider] connected: true"] * 2
+        assert len(refused) == 1  # logged once
+
+
+@pytest.mark.asyncio
+async def test_with_the_relay_loaded_twice_the_live_copy_provides(
+    pi_installation: PiEnv, shared_tmp: Path, tmp_path: Path
+) -> None:
+    # e.g. installed as a Pi package and given with -e too: the copy that listens last serves
+    copy = tmp_path / "pi-ask-relay-copy.ts"
+    copy.write_text(relay_extension_path().read_text())
+    with running_pi(
+        pi_installation, tmp_path / "pi", shared_tmp=shared_tmp, extra_args=["-e", str(copy)]
+    ) as pi:
+        async with pi.client() as client:
+            flows = client.flows()
+            since = call(pi, "twice")
+            flow = await next_flow(flows, "tool:twice")
+            outcome = await client.respond(flow, choose(flow, "b"), timeout=TIMEOUT)
+            assert isinstance(outcome, SubmitAccepted)
+        record = tool_end(pi, "twice", since)
+        assert record["result"]["details"]["answers"]["q"]["values"] == ["b"]
+    assert not [line for line in pi.stderr_lines if "refused the relay" in line]
 
 
 def test_pi_quits_while_a_provided_form_waits(
