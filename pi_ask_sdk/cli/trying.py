@@ -94,8 +94,8 @@ def try_pi(
     ):
         host = str(host_extension) if host_extension else "the stand-in host (pi_ask_core)"
         say(
-            f"Pi {env.version} runs headless ({pi.mode} mode, pid {pi.pid}) with the relay "
-            f"and {host}."
+            f"Pi {env.version} runs headless (pid {pi.pid}), in {pi.mode} mode, with the "
+            f"relay and {host}."
         )
         say(f"relay socket: {pi.socket_path}")
         say(

@@ -552,15 +552,18 @@ class PiProcess:
     def relay_clients(self, *, timeout: float = WAIT) -> tuple[int, int]:
         """``(answering, observing)``: the clients connected to the relay now, from the hello
         of a short connection of our own (which says nothing, so counts as nobody's)."""
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-            sock.settimeout(timeout)
-            sock.connect(str(self.socket_path))
-            buffer = b""
-            while b"\n" not in buffer:
-                chunk = sock.recv(65536)
-                if not chunk:
-                    raise PiFailed("the relay closed the connection before its hello")
-                buffer += chunk
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                sock.settimeout(timeout)
+                sock.connect(str(self.socket_path))
+                buffer = b""
+                while b"\n" not in buffer:
+                    chunk = sock.recv(65536)
+                    if not chunk:
+                        raise PiFailed("the relay closed the connection before its hello")
+                    buffer += chunk
+        except OSError as error:
+            raise PiFailed(f"cannot reach the relay at {self.socket_path}: {error}") from None
         hello = json.loads(buffer.split(b"\n", 1)[0])
         return int(hello.get("answering", 0)), int(hello.get("observing", 0))
 
@@ -619,7 +622,14 @@ class PiProcess:
         while Pi lives); ``PiFailed`` at the deadline or when Pi exits. A poll: the relay
         announces no change of its clients."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        while self.relay_clients()[0] < 1:
+        while True:
+            try:
+                if self.relay_clients()[0] >= 1:
+                    return
+            except PiFailed:
+                # the relay went away: Pi is exiting (give it a moment to be reaped), or not
+                if not self.exited.wait(1.0):
+                    raise
             if not self.alive():
                 raise PiFailed(f"Pi exited; stderr:\n{self.stderr_tail()}")
             if deadline is not None and time.monotonic() > deadline:
