@@ -31,8 +31,9 @@ process. One run prints:
   open forms: milliseconds from ``BridgeClient(RelayTransport(path))`` entering to the last of
   them taken from ``client.flows()``, median of several connections;
 * ``pi-ask try`` to the first live form, with the Pi cache warm: seconds from starting the
-  command to a bridge (connecting when the command prints the form's id) having the form,
-  median of several runs;
+  command to a bridge (connecting when the command prints the relay socket; headless, ``try``
+  has Pi's model ask once an answering bridge is connected) having the form, median of
+  several runs;
 * as context, Pi cold start to the first RPC response with and without the relay loaded,
   several runs each (alternating, shared warm TMPDIR), medians.
 
@@ -271,7 +272,8 @@ def replay(pi: PiProcess, forms: int, connections: int) -> list[float]:
 
 # --- pi-ask try ---------------------------------------------------------------------------------
 
-_OPENS = re.compile(r"form (\S+) opens")
+TRY_FLOW = "tool:try-1"
+"""The flow id of the first form ``pi-ask try`` opens."""
 _SOCKET = re.compile(r"^relay socket: (.+)$")
 
 
@@ -297,9 +299,9 @@ def _lines(process: subprocess.Popen[bytes], deadline: float) -> Iterator[str]:
 
 
 def try_once(env: PiEnv, workdir: Path) -> float:
-    """Seconds from starting ``pi-ask try`` (Pi cached) to a bridge, connecting once the
-    command printed the form's id, having that form; then the command is stopped with Ctrl-C
-    (SIGINT)."""
+    """Seconds from starting ``pi-ask try`` (Pi cached) to a bridge, connecting as soon as the
+    command printed the relay socket, having the form (headless, ``try`` has Pi's model ask
+    once an answering bridge is connected); then the command is stopped with Ctrl-C (SIGINT)."""
     relays = workdir / "relay"
     relays.mkdir(mode=0o700, parents=True)
     environ = {**os.environ, "PI_ASK_PI_CACHE": str(PI_DIR), "PI_ASK_RELAY_DIR": str(relays)}
@@ -310,19 +312,16 @@ def try_once(env: PiEnv, workdir: Path) -> float:
         command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=ROOT, env=environ
     )
     try:
-        socket = flow_id = None
+        socket = None
         for line in _lines(process, started + 60):
             found = _SOCKET.match(line)
             if found:
                 socket = Path(found[1])
-            found = _OPENS.search(line)
-            if found:
-                flow_id = found[1]
                 break
-        if socket is None or flow_id is None:
-            raise RuntimeError(f"pi-ask try ended (status {process.poll()}) without a live form")
-        # The line comes once Pi's model was prompted; the form is live once a bridge sees it.
-        asyncio.run(views_of(socket, [flow_id]))
+        if socket is None:
+            raise RuntimeError(f"pi-ask try ended (status {process.poll()}) without a relay")
+        # The bridge connects; `try` then has the model ask; the form is live once it is seen.
+        asyncio.run(views_of(socket, [TRY_FLOW]))
         return time.perf_counter() - started
     finally:
         process.send_signal(signal.SIGINT)
