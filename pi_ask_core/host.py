@@ -207,8 +207,8 @@ class FlowHandle:
 
     def abort_result(self) -> AskResult:
         """What the tool call returns when it is aborted (or its form goes away) now: the flow
-        cancelled, reporting the local answers, as a local cancel would (spec §3.5, A16, A17's
-        TUI path). A fresh copy on each call; it changes nothing."""
+        cancelled, reporting the local answers, as a local cancel would (spec §3.5, A16; the
+        result ``abort()`` completes with). A fresh copy on each call; it changes nothing."""
         return build_result(self.form, self._local, cancelled=True)
 
     @property
@@ -278,8 +278,18 @@ class FlowHandle:
         self._local = dict(decision.answers)
         self._local_verified = verified
 
+    def abort(self) -> AskResult:
+        """Pi aborted the operation while the form is open: the flow completes as cancelled,
+        reporting the local answers, and ``completed`` is emitted. That is what the real
+        extension does in its TUI and in the external-UI path alike (measured; the spec's A17
+        said a TUI abort disposes). On a flow that already ended it changes nothing and returns
+        ``abort_result()``."""
+        if self._state != "open":
+            return self.abort_result()
+        return self.cancel()
+
     def dispose(self) -> None:
-        """End the flow without ``completed`` (UI closed, aborted, session ended)."""
+        """End the flow without ``completed`` (UI closed or failed, session ended)."""
         if self._state != "open":
             return
         self._state = "disposed"

@@ -22,7 +22,11 @@ Link protocol (JSON lines, split on ``\\n`` only), one connection per Pi session
                                                                 an external-UI provider connected
                           {"type":"provided","ref":R,"response":...}  its open() resolved
                           {"type":"provider_failed","ref":R,"message":"..."}  open() rejected
-                          {"type":"abort","ref":R}              the tool call was aborted
+                          {"type":"abort","ref":R}              the tool call was aborted (the
+                                                                flow completes cancelled)
+                          {"type":"failed","ref":R}             the call failed: this server did
+                                                                not answer in time (the flow is
+                                                                disposed, no completed)
     server -> extension   {"type":"emit","channel":C,"data":...}   emitted on pi.events
                           {"type":"report","ref":R,"report":{...}} the command's report (notified)
                           {"type":"negotiate","ref":R}   emit pi-agent-ask:external-ui now, and

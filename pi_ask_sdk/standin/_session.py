@@ -122,6 +122,8 @@ class StandinSession:
             self._provided(ref, message)
         elif kind == "abort" and isinstance(ref, int):
             self._abort(ref)
+        elif kind == "failed" and isinstance(ref, int):
+            self._abandon(ref)
 
     def _hello(self, message: Mapping[str, object]) -> None:
         if self.host is not None:
@@ -251,7 +253,17 @@ class StandinSession:
         if pending is not None:
             self._send_result(ref, pending[2])
             return
-        handle = self._tools.get(ref)
+        # The call already ended (the extension answered it with the abort result it was
+        # given); the flow completes as cancelled, as the real host's does.
+        handle = self._tools.pop(ref, None)
+        if handle is not None:
+            handle.abort()
+
+    def _abandon(self, ref: int) -> None:
+        """The extension gave up on the call (this server did not answer in time; the model got
+        a tool error): its form ends without ``completed``, like a host whose UI failed."""
+        self._negotiating.pop(ref, None)
+        handle = self._tools.pop(ref, None)
         if handle is not None:
             handle.dispose()
 

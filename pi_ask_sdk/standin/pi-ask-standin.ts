@@ -11,7 +11,7 @@
 //
 // What it registers (each session: Pi calls this factory again after /new, /resume, /fork, /reload):
 //   tool `ask_user`: opens a flow with the real tool call id; resolves with the AskResult when the flow
-//     completes (content: the result as JSON text; details: the result). Abort -> the flow is disposed.
+//     completes (content: the result as JSON text; details: the result). Abort -> the flow completes cancelled.
 //     Outside the TUI it first negotiates an external UI (pi-agent-ask:external-ui) as the real host
 //     does: no provider -> the non-interactive (cancelled) result at once, no events; the provider's
 //     failure -> a tool error. A completed cancel ends the agent's turn (ctx.abort()).
@@ -187,7 +187,7 @@ class Link {
 	private unanswered(ref: number): void {
 		const waiter = this.take(ref);
 		if (!waiter) return;
-		this.send({ type: "abort", ref }); // a server that wakes up later disposes the form
+		this.send({ type: "failed", ref }); // a server that wakes up later drops the form (no completed)
 		const seconds = this.timeoutMs / 1000;
 		waiter.reject(
 			new Error(

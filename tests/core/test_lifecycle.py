@@ -90,7 +90,7 @@ def test_l2_disposed_flow_emits_no_completed_and_later_submit_is_flow_not_found(
     assert handle.state == "disposed"
 
 
-def test_an_aborted_call_returns_the_cores_cancelled_result_without_completed(
+def test_a_disposed_call_returns_the_cores_cancelled_result_without_completed(
     recorder: Recorder, host: FlowHost
 ) -> None:
     handle = host.start(FORM_D, tool_call_id="call-D")
@@ -102,10 +102,31 @@ def test_an_aborted_call_returns_the_cores_cancelled_result_without_completed(
     assert aborted.cancelled is True
     assert aborted.answers[question.id].values == [question.options[0].value]  # A16
     assert handle.is_open  # asking changes nothing
-    handle.dispose()  # the abort (TUI path, A17): no completed
+    handle.dispose()  # its UI went away: no completed
     assert COMPLETED not in channels(recorder.take())
     assert handle.result is None
     assert handle.tool_result == aborted
+
+
+def test_an_aborted_call_completes_cancelled_with_the_local_answers(
+    recorder: Recorder, host: FlowHost
+) -> None:
+    # Measured on the real extension (TUI and external UI alike): Pi's abort emits completed.
+    handle = host.start(FORM_D, tool_call_id="call-D")
+    question = handle.questions[0]
+    handle.set_local_answers({question.id: {"values": [question.options[0].value]}})
+    expected = handle.abort_result()
+    recorder.take()
+    assert handle.abort() == expected
+    events = recorder.take()
+    assert channels(events) == [COMPLETED]
+    completed = events[0][1]
+    assert isinstance(completed, dict)
+    assert completed["result"] == msgspec.to_builtins(expected)
+    assert handle.state == "completed"
+    assert handle.tool_result == expected
+    assert handle.abort() == expected  # again: nothing more is emitted
+    assert recorder.take() == []
 
 
 def test_a_completed_flow_returns_its_result_to_the_tool(host: FlowHost) -> None:

@@ -166,3 +166,31 @@ async def test_pi_aborting_during_the_negotiation_gives_the_fallback() -> None:
         await link.send({"type": "provider", "ref": 1, "connected": True})  # too late
         await link.send({"type": "command", "ref": 2, "name": "list", "args": ""})
         assert (await link.read())["report"]["flowIds"] == []
+
+
+@pytest.mark.asyncio
+async def test_pi_aborting_an_open_form_completes_it_cancelled() -> None:
+    # The real extension completes an aborted external-UI flow as cancelled (completed emitted);
+    # the extension already ended the call with the abort result, so no result follows.
+    async with StandinServer() as server, peer(server) as link:
+        await negotiate(link, 1, "c7")
+        opened = await provide(link, 1)
+        await link.send({"type": "abort", "ref": 1})
+        completed = await link.read()
+        assert (completed["type"], completed["channel"]) == ("emit", COMPLETED)
+        assert completed["data"]["flowId"] == "tool:c7"
+        assert completed["data"]["result"] == opened["cancelled"]
+        await link.send({"type": "command", "ref": 2, "name": "list", "args": ""})
+        assert (await link.read())["report"]["flowIds"] == []
+
+
+@pytest.mark.asyncio
+async def test_a_call_that_failed_on_the_server_drops_its_form_without_completed() -> None:
+    async with StandinServer() as server, peer(server) as link:
+        await negotiate(link, 1, "c8")
+        await provide(link, 1)
+        await link.send({"type": "failed", "ref": 1})
+        await link.send({"type": "command", "ref": 2, "name": "list", "args": ""})
+        report = await link.read()  # no completed came first
+        assert (report["type"], report["report"]["flowIds"]) == ("report", [])
+        assert server.completed == []
