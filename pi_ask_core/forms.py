@@ -1,8 +1,11 @@
 """ask_user input -> normalized form (spec §2).
 
-Pipeline: label derivation (§2.2) on a copy of the input, a structural check of JSON types,
-the semantic rules of §2.3 (all issues collected, exact paths), preview files (§2.5), then
-normalization (§2.4).
+One pipeline, one walk over the input: the JSON types of the input (spec §2.1 step 2) are the
+fields of the ``_In*`` Structs below, so msgspec converts well-formed input in C; only input it
+refuses is walked by ``check_structure``, which reports every issue with its path. The typed
+input is then walked once for label derivation (§2.2), every semantic issue (§2.3, collected in
+the spec's order) and the normalized questions (§2.4); preview files (§2.5) are read last, once
+the form is otherwise valid.
 
 Decision on the structural check (spec A30): a key that is *missing* is treated as empty, so
 the semantic rules report it with their own path (``value is required``, as in the spec's
@@ -12,10 +15,12 @@ example V3); a key that is *present with the wrong JSON type* (``null`` included
 
 from __future__ import annotations
 
+import functools
 import os
 import re
+import typing
 from collections.abc import Mapping, Sequence
-from typing import Final
+from typing import Final, TypeGuard
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -37,33 +42,13 @@ __all__ = [
     "Form",
     "check_structure",
     "derive_label",
-    "load_preview_files",
-    "normalize_form",
     "parse_form",
     "parse_form_indexed",
     "prepare_labels",
-    "validate_form",
 ]
 
-_QUESTION_TYPES: Final[tuple[QuestionType, ...]] = ("single", "multi", "preview")
+_QUESTION_TYPES: Final[tuple[QuestionType, ...]] = typing.get_args(QuestionType)
 _SEPARATOR_RUN: Final = re.compile(r"[_-]+")
-
-_TOP_FIELDS: Final = (("title", str), ("background", bool))
-_QUESTION_FIELDS: Final = (
-    ("id", str),
-    ("label", str),
-    ("prompt", str),
-    ("type", str),
-    ("required", bool),
-)
-_OPTION_FIELDS: Final = (
-    ("value", str),
-    ("label", str),
-    ("description", str),
-    ("preview", str),
-    ("previewFile", str),
-    ("recommended", bool),
-)
 
 
 class Form(msgspec.Struct, frozen=True, kw_only=True, gc=False):
@@ -73,6 +58,53 @@ class Form(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     questions: tuple[AskQuestion, ...]
 
 
+# --- the input's JSON types (§2.1 step 2) ------------------------------------------------------
+# A missing text is empty and a missing array has no items, as the §2.3 rules read them; a
+# missing type is UNSET (no type issue) and a missing title is UNSET (an invalid result then
+# has none). Field order is the order check_structure reports issues in.
+
+
+class _InOption(msgspec.Struct, frozen=True, kw_only=True, rename="camel", gc=False):
+    value: str = ""
+    label: str = ""
+    description: str = ""
+    preview: str = ""
+    preview_file: str = ""
+    recommended: bool | UnsetType = UNSET
+
+
+class _InQuestion(msgspec.Struct, frozen=True, kw_only=True, rename="camel", gc=False):
+    id: str = ""
+    label: str = ""
+    prompt: str = ""
+    type: str | UnsetType = UNSET
+    required: bool = False
+    options: list[_InOption] = []
+
+
+class _InForm(msgspec.Struct, frozen=True, kw_only=True, rename="camel", gc=False):
+    title: str | UnsetType = UNSET
+    background: bool | UnsetType = UNSET
+    questions: list[_InQuestion] = []
+
+
+@functools.cache
+def _scalar_fields(struct: type[msgspec.Struct]) -> tuple[tuple[str, type], ...]:
+    """(JSON key, Python type) of each text or boolean field of an input Struct, in order."""
+    fields = []
+    for field in msgspec.structs.fields(struct):
+        members = typing.get_args(field.type) or (field.type,)  # (a union's, or the type)
+        kinds = [kind for kind in members if kind is not UnsetType]
+        if kinds in ([str], [bool]):
+            fields.append((field.encode_name, kinds[0]))
+    return tuple(fields)
+
+
+@functools.cache
+def _keys(struct: type[msgspec.Struct]) -> tuple[str, ...]:
+    return tuple(field.encode_name for field in msgspec.structs.fields(struct))
+
+
 # --- §2.2 label derivation ---------------------------------------------------------------------
 
 
@@ -80,6 +112,15 @@ def derive_label(value: str) -> str | None:
     """The label derived from an option value, or None when the value has no words."""
     words = js_trim(WHITESPACE_RUN.sub(" ", _SEPARATOR_RUN.sub(" ", value)))
     return js_upper_first(words) if words else None
+
+
+def _prepared_label(label: object, value: object) -> object:
+    """§2.2: a missing (UNSET) or blank label is derived from a string value that has words."""
+    if label is UNSET or (isinstance(label, str) and is_blank(label)):
+        derived = derive_label(value) if isinstance(value, str) else None
+        if derived is not None:
+            return derived
+    return label
 
 
 def prepare_labels(raw: object) -> object:
@@ -103,17 +144,10 @@ def prepare_labels(raw: object) -> object:
 def _prepare_option(option: object) -> object:
     if not _is_object(option):
         return option
-    label = option.get("label", UNSET)
-    value = option.get("value")
-    needs_label = label is UNSET or (isinstance(label, str) and is_blank(label))
-    if not needs_label or not isinstance(value, str):
+    label = _prepared_label(option.get("label", UNSET), option.get("value"))
+    if label is option.get("label", UNSET):
         return option
-    derived = derive_label(value)
-    if derived is None:
-        return option
-    prepared = dict(option)
-    prepared["label"] = derived
-    return prepared
+    return {**option, "label": label}
 
 
 # --- structural check --------------------------------------------------------------------------
@@ -139,10 +173,10 @@ _EXPECTED: Final = {str: "a string", bool: "a boolean"}
 
 
 def _check_fields(
-    obj: Mapping[str, object], fields: tuple[tuple[str, type], ...], prefix: str
+    obj: Mapping[str, object], struct: type[msgspec.Struct], prefix: str
 ) -> list[Issue]:
     issues = []
-    for key, expected in fields:
+    for key, expected in _scalar_fields(struct):
         if key in obj and not isinstance(obj[key], expected):
             issues.append(
                 Issue(
@@ -153,14 +187,12 @@ def _check_fields(
     return issues
 
 
-def check_structure(prepared: object) -> list[Issue]:
+def check_structure(raw: object) -> list[Issue]:
     """Issues for present values of the wrong JSON type (spec §2.1 step 2)."""
-    if not _is_object(prepared):
-        return [
-            Issue(path="$", message=f"ask_user input must be an object, not {_json_type(prepared)}")
-        ]
-    issues = _check_fields(prepared, _TOP_FIELDS, "")
-    questions = prepared.get("questions", [])
+    if not _is_object(raw):
+        return [Issue(path="$", message=f"ask_user input must be an object, not {_json_type(raw)}")]
+    issues = _check_fields(raw, _InForm, "")
+    questions = raw.get("questions", [])
     if not isinstance(questions, list):
         issues.append(
             Issue(
@@ -178,7 +210,7 @@ def check_structure(prepared: object) -> list[Issue]:
                 )
             )
             continue
-        issues.extend(_check_fields(question, _QUESTION_FIELDS, f"{qpath}."))
+        issues.extend(_check_fields(question, _InQuestion, f"{qpath}."))
         options = question.get("options", [])
         if not isinstance(options, list):
             issues.append(
@@ -200,94 +232,163 @@ def check_structure(prepared: object) -> list[Issue]:
                     )
                 )
                 continue
-            issues.extend(_check_fields(option, _OPTION_FIELDS, f"{opath}."))
+            issues.extend(_check_fields(option, _InOption, f"{opath}."))
     return issues
 
 
-# --- §2.3 semantic rules -----------------------------------------------------------------------
+def _typed_input(raw: object) -> _InForm:
+    """``raw`` converted to the input Structs; raises ``InvalidForm`` (``schema_error``) with
+    ``check_structure``'s issues when its JSON types are wrong."""
+    # msgspec also converts tuples, sets and list subclasses to lists, which the structure check
+    # refuses or copies: only arrays that are lists go to it directly (a routing test, not a
+    # rule: whatever else it refuses is decided by check_structure below).
+    questions = raw.get("questions") if type(raw) is dict else None
+    if type(questions) is list and all(
+        type(question) is dict and type(question.get("options")) is list for question in questions
+    ):
+        try:
+            return msgspec.convert(raw, _InForm)
+        except msgspec.ValidationError:
+            pass
+    issues = check_structure(raw)
+    if issues:
+        raise InvalidForm("schema_error", tuple(issues), None)
+    # Well typed in a shape msgspec does not convert (another Mapping, a list subclass, a key
+    # that is not a string, a missing array): the same values, in plain dicts and lists.
+    return msgspec.convert(_plain_input(raw), _InForm)
 
 
-def _text(obj: Mapping[str, object], key: str) -> str:
-    """The trimmed string at ``key``; missing counts as empty (structure is checked first)."""
-    value = obj.get(key)
-    return js_trim(value) if isinstance(value, str) else ""
+def _plain_input(raw: object) -> dict[str, object]:
+    """Structurally valid input as plain dicts and lists of the keys the Structs read."""
+
+    def known(obj: object, struct: type[msgspec.Struct]) -> dict[str, object]:
+        assert _is_object(obj)  # (check_structure found no issue)
+        return {key: obj[key] for key in _keys(struct) if key in obj}
+
+    def items(obj: Mapping[str, object], key: str) -> list[object]:
+        array = obj.get(key, [])
+        assert isinstance(array, list)
+        return array
+
+    form = known(raw, _InForm)
+    questions = [known(question, _InQuestion) for question in items(form, "questions")]
+    for question in questions:
+        question["options"] = [known(option, _InOption) for option in items(question, "options")]
+    form["questions"] = questions
+    return form
 
 
-def validate_form(prepared: Mapping[str, object]) -> list[Issue]:
-    """Every §2.3 issue of a structurally valid, label-prepared input, in the spec's order."""
-    questions = prepared.get("questions", [])
-    assert isinstance(questions, list)
-    if not questions:
-        return [Issue(path="questions", message="At least one question is required")]
+# --- §2.2-§2.4 in one walk ---------------------------------------------------------------------
+
+
+def _is_question_type(value: object) -> TypeGuard[QuestionType]:
+    return value in _QUESTION_TYPES
+
+
+def _issue(field: str, text: str, i: int, j: int | None = None) -> Issue:
+    """A §2.3 issue of question ``i`` (or of its option ``j``), with its path and place."""
+    if j is None:
+        return Issue(path=f"questions[{i}].{field}", message=f"Question {i + 1}: {text}")
+    return Issue(
+        path=f"questions[{i}].options[{j}].{field}",
+        message=f"Question {i + 1}, option {j + 1}: {text}",
+    )
+
+
+_PreviewFile = tuple[int, int, str]  # question index, option index, trimmed file name
+
+
+def _walk(
+    form: _InForm, present_single_as_multi: bool
+) -> tuple[list[AskQuestion], list[Issue], list[_PreviewFile]]:
+    """The normalized questions (§2.4; their options' previews from files still to be read),
+    every §2.3 issue in the spec's order, and the preview files to read."""
+    if not form.questions:
+        return [], [Issue(path="questions", message="At least one question is required")], []
+    normalized: list[AskQuestion] = []
     issues: list[Issue] = []
+    files: list[_PreviewFile] = []
     seen_ids: set[str] = set()
-    for i, question in enumerate(questions):
-        n, qpath = i + 1, f"questions[{i}]"
-        raw_type = question.get("type", UNSET)
-        if raw_type is not UNSET and raw_type not in _QUESTION_TYPES:
+    for i, question in enumerate(form.questions):
+        raw_type = question.type
+        qtype: QuestionType = "single"
+        if _is_question_type(raw_type):
+            qtype = raw_type
+        elif raw_type is not UNSET:
+            shown = msgspec.json.encode(raw_type).decode()
             issues.append(
-                Issue(
-                    path=f"{qpath}.type",
-                    message=f"Question {n}: invalid type {msgspec.json.encode(raw_type).decode()}; "
-                    'expected "single", "multi", or "preview"',
+                _issue(
+                    "type",
+                    f'invalid type {shown}; expected "single", "multi", or "preview"',
+                    i,
                 )
             )
-        qid = _text(question, "id")
+        qid = js_trim(question.id)
         if not qid:
-            issues.append(Issue(path=f"{qpath}.id", message=f"Question {n}: id is required"))
+            issues.append(_issue("id", "id is required", i))
         elif qid in seen_ids:
-            issues.append(
-                Issue(path=f"{qpath}.id", message=f'Question {n}: duplicate question id "{qid}"')
-            )
+            issues.append(_issue("id", f'duplicate question id "{qid}"', i))
         else:
             seen_ids.add(qid)
-        if not _text(question, "prompt"):
-            issues.append(
-                Issue(path=f"{qpath}.prompt", message=f"Question {n}: prompt is required")
-            )
-        options = question.get("options", [])
-        if not options:
-            issues.append(
-                Issue(
-                    path=f"{qpath}.options",
-                    message=f"Question {n}: at least one option is required",
-                )
-            )
-        is_preview = raw_type == "preview"
+        prompt = js_trim(question.prompt)
+        if not prompt:
+            issues.append(_issue("prompt", "prompt is required", i))
+        if not question.options:
+            issues.append(_issue("options", "at least one option is required", i))
+        options: list[AskOption] = []
         seen_values: set[str] = set()
-        for j, option in enumerate(options):
-            where, opath = f"Question {n}, option {j + 1}", f"{qpath}.options[{j}]"
-            value = _text(option, "value")
+        for j, option in enumerate(question.options):
+            value = js_trim(option.value)
             if not value:
-                issues.append(Issue(path=f"{opath}.value", message=f"{where}: value is required"))
+                issues.append(_issue("value", "value is required", i, j))
             elif value in seen_values:
-                issues.append(
-                    Issue(
-                        path=f"{opath}.value", message=f'{where}: duplicate option value "{value}"'
-                    )
-                )
+                issues.append(_issue("value", f'duplicate option value "{value}"', i, j))
             else:
                 seen_values.add(value)
-            if not _text(option, "label"):
-                issues.append(Issue(path=f"{opath}.label", message=f"{where}: label is required"))
-            has_preview = bool(_text(option, "preview"))
-            has_file = bool(_text(option, "previewFile"))
-            if has_preview and has_file:
+            label = _prepared_label(option.label, option.value)
+            label = js_trim(label) if isinstance(label, str) else ""
+            if not label:
+                issues.append(_issue("label", "label is required", i, j))
+            preview, file_name = js_trim(option.preview), js_trim(option.preview_file)
+            if preview and file_name:
                 issues.append(
-                    Issue(
-                        path=f"{opath}.previewFile",
-                        message=f"{where}: use either preview or previewFile, not both",
+                    _issue("previewFile", "use either preview or previewFile, not both", i, j)
+                )
+            if raw_type == "preview" and not preview and not file_name:
+                issues.append(
+                    _issue(
+                        "preview",
+                        "preview questions require preview text for every option; "
+                        'add preview text or use type "single" instead',
+                        i,
+                        j,
                     )
                 )
-            if is_preview and not has_preview and not has_file:
-                issues.append(
-                    Issue(
-                        path=f"{opath}.preview",
-                        message=f"{where}: preview questions require preview text for every "
-                        'option; add preview text or use type "single" instead',
-                    )
+            if file_name:
+                files.append((i, j, file_name))
+            options.append(
+                AskOption(
+                    value=value,
+                    label=label,
+                    description=js_trim(option.description) or UNSET,
+                    preview=preview or UNSET,
+                    recommended=option.recommended,
                 )
-    return issues
+            )
+        presented_multi = present_single_as_multi and qtype == "single"
+        normalized.append(
+            AskQuestion(
+                id=qid,
+                label=js_trim(question.label) or f"Q{i + 1}",
+                prompt=prompt,
+                type="multi" if presented_multi else qtype,
+                requested_type="single" if presented_multi else UNSET,
+                presented_type="multi" if presented_multi else UNSET,
+                required=question.required,
+                options=options,
+            )
+        )
+    return normalized, issues, files
 
 
 # --- §2.5 preview files ------------------------------------------------------------------------
@@ -313,101 +414,35 @@ def _read_preview(path: str) -> str:
     return text
 
 
-def load_preview_files(
-    prepared: Mapping[str, object], cwd: str | os.PathLike[str] | None = None
-) -> tuple[Mapping[str, object], list[Issue]]:
-    """Replace every non-blank ``previewFile`` by its text as ``preview`` (all files are tried)."""
+def _with_preview_files(
+    questions: list[AskQuestion], files: list[_PreviewFile], cwd: str | os.PathLike[str] | None
+) -> list[Issue]:
+    """Give each option with a preview file its text as ``preview`` (trimmed, as §2.4 trims
+    every text), in place; the issues of the files that cannot be read (all are tried)."""
     base = os.fspath(cwd) if cwd is not None else os.getcwd()
-    questions = prepared.get("questions", [])
-    assert isinstance(questions, list)
     issues: list[Issue] = []
-    new_questions: list[object] = []
-    changed = False
-    for i, question in enumerate(questions):
-        options = question.get("options", [])
-        new_options = []
-        for j, option in enumerate(options):
-            file_name = _text(option, "previewFile")
-            if file_name:
-                changed = True
-                absolute = os.path.abspath(os.path.join(base, file_name))
-                try:
-                    text = _read_preview(absolute)
-                except ValueError as error:
-                    issues.append(
-                        Issue(
-                            path=f"questions[{i}].options[{j}].previewFile",
-                            message=f'Cannot load preview file "{absolute}": {error}',
-                        )
-                    )
-                else:
-                    option = {k: v for k, v in option.items() if k != "previewFile"}
-                    option["preview"] = text
-            new_options.append(option)
-        new_questions.append({**question, "options": new_options})
-    if not changed:
-        return prepared, issues
-    return {**prepared, "questions": new_questions}, issues
-
-
-# --- §2.4 normalization ------------------------------------------------------------------------
-
-
-def _optional_text(obj: Mapping[str, object], key: str) -> str | UnsetType:
-    text = _text(obj, key)
-    return text if text else UNSET
-
-
-def _normalize_option(option: Mapping[str, object]) -> AskOption:
-    recommended = option.get("recommended", UNSET)
-    return AskOption(
-        value=_text(option, "value"),
-        label=_text(option, "label"),
-        description=_optional_text(option, "description"),
-        preview=_optional_text(option, "preview"),
-        preview_file=_optional_text(option, "previewFile"),
-        recommended=recommended if isinstance(recommended, bool) else UNSET,
-    )
-
-
-def normalize_form(
-    prepared: Mapping[str, object], *, present_single_as_multi: bool = False
-) -> Form:
-    """Normalized questions and title of a valid, label-prepared input (§2.4)."""
-    questions = prepared.get("questions", [])
-    assert isinstance(questions, list)
-    normalized = []
-    for i, question in enumerate(questions):
-        raw_type = question.get("type", "single")
-        qtype: QuestionType = raw_type if raw_type in _QUESTION_TYPES else "single"
-        required = question.get("required", False)
-        presented: dict[str, QuestionType] = {}
-        if present_single_as_multi and qtype == "single":
-            presented = {"type": "multi", "requested_type": "single", "presented_type": "multi"}
-        normalized.append(
-            AskQuestion(
-                id=_text(question, "id"),
-                label=_text(question, "label") or f"Q{i + 1}",
-                prompt=_text(question, "prompt"),
-                type=presented.get("type", qtype),
-                requested_type=presented.get("requested_type", UNSET),
-                presented_type=presented.get("presented_type", UNSET),
-                required=required if isinstance(required, bool) else False,
-                options=[_normalize_option(o) for o in question.get("options", [])],
+    for i, j, file_name in files:
+        absolute = os.path.abspath(os.path.join(base, file_name))
+        try:
+            text = _read_preview(absolute)
+        except ValueError as error:
+            issues.append(
+                Issue(
+                    path=f"questions[{i}].options[{j}].previewFile",
+                    message=f'Cannot load preview file "{absolute}": {error}',
+                )
             )
-        )
-    return Form(title=_optional_text(prepared, "title"), questions=tuple(normalized))
+        else:
+            options = questions[i].options
+            options[j] = msgspec.structs.replace(options[j], preview=js_trim(text))
+    return issues
 
 
 # --- the whole pipeline ------------------------------------------------------------------------
 
 
-def _invalid_result(raw: Mapping[str, object], issues: Sequence[Issue]) -> InvalidInputResult:
-    title = raw.get("title", UNSET)
-    return InvalidInputResult(
-        title=title if isinstance(title, str) else UNSET,
-        error=InvalidInputError(issues=list(issues)),
-    )
+def _invalid_result(form: _InForm, issues: Sequence[Issue]) -> InvalidInputResult:
+    return InvalidInputResult(title=form.title, error=InvalidInputError(issues=list(issues)))
 
 
 def parse_form(
@@ -436,15 +471,12 @@ def parse_form_indexed(
         if type(params) is not dict and isinstance(params, AskParams)
         else params
     )
-    prepared = prepare_labels(raw)
-    structure = check_structure(prepared)
-    if structure:
-        raise InvalidForm("schema_error", tuple(structure), None)
-    assert isinstance(prepared, Mapping)
-    issues = validate_form(prepared)
-    if not issues:
-        prepared, issues = load_preview_files(prepared, cwd)
+    typed = _typed_input(raw)
+    questions, issues, files = _walk(typed, present_single_as_multi)
+    if not issues and files:
+        issues = _with_preview_files(questions, files, cwd)
     if issues:
-        raise InvalidForm("invalid_input", tuple(issues), _invalid_result(prepared, issues))
-    form = normalize_form(prepared, present_single_as_multi=present_single_as_multi)
+        raise InvalidForm("invalid_input", tuple(issues), _invalid_result(typed, issues))
+    title = js_trim(typed.title) if isinstance(typed.title, str) else ""
+    form = Form(title=title or UNSET, questions=tuple(questions))
     return form, FormIndex(form.questions)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -176,6 +177,53 @@ def test_wrong_json_types_are_schema_errors(params: object, paths: list[str]) ->
     assert caught.value.code == "schema_error"
     assert caught.value.result is None
     assert [issue.path for issue in caught.value.issues] == paths
+
+
+class _ReadOnly(Mapping[str, object]):
+    """A Mapping that is not a dict (what a Python caller may pass)."""
+
+    def __init__(self, data: dict[str, object]) -> None:
+        self._data = data
+
+    def __getitem__(self, key: str) -> object:
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+class _Questions(list[object]):
+    pass
+
+
+def test_arrays_that_are_not_lists_are_schema_errors() -> None:
+    # msgspec converts tuples and sets to lists; the structure check names them
+    option = {"value": "v", "label": "l"}
+    assert issue_paths({"questions": ({"id": "q", "prompt": "p", "options": [option]},)}) == [
+        "questions"
+    ]
+    assert issue_paths({"questions": [{"options": frozenset()}]}) == ["questions[0].options"]
+
+
+def test_well_typed_input_of_other_shapes_gives_the_same_form() -> None:
+    plain = {**form({"value": "v", "label": " L ", "recommended": True}, label="Q"), "title": " T"}
+    expected = parse_form(plain)
+    question = plain["questions"][0]
+    option = question["options"][0]
+    shapes: list[object] = [
+        _ReadOnly(plain),
+        {"title": " T", "questions": _Questions([question])},
+        {"title": " T", "questions": [{**question, "options": [_ReadOnly(option)]}]},
+        {"title": " T", "questions": [{**question, 7: "ignored"}], 8: None},  # non-string keys
+        {"title": " T", "questions": [_ReadOnly(question)]},
+    ]
+    for shape in shapes:
+        assert parse_form(shape) == expected
+    assert expected.title == "T"
+    assert expected.questions[0].options[0].label == "L"
 
 
 def test_missing_keys_are_reported_by_the_semantic_rules() -> None:
