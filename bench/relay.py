@@ -54,7 +54,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -104,7 +104,7 @@ def percentile(samples: list[float], q: float) -> float:
 # --- the SDK side (a process of its own) -------------------------------------------------------
 
 
-async def replayed_flows(client: BridgeClient, ids: list[str]) -> list[FlowView]:
+async def replayed_flows(client: BridgeClient, ids: Sequence[str]) -> list[FlowView]:
     """The client's views of the forms ``ids`` (replayed by the relay on connect)."""
     stream = client.flows()
     views: dict[str, FlowView] = {}
@@ -141,7 +141,7 @@ async def sdk_phase(socket: Path, ids: list[str], warm: int, per_form: int) -> d
         return {"samples": samples, "gc": watch.report(starts, samples)}
 
 
-async def views_of(socket: Path, ids: list[str]) -> list[FlowView]:
+async def views_of(socket: Path, ids: Sequence[str]) -> list[FlowView]:
     async with BridgeClient(RelayTransport(socket)) as client:
         return await replayed_flows(client, ids)
 

@@ -20,6 +20,7 @@ from typing_extensions import Self, TypedDict, Unpack
 from pi_ask_core import AskResult
 from pi_ask_sdk._params import AskParams
 from pi_ask_sdk.client import BridgeClient
+from pi_ask_sdk.forms import FlowId
 from pi_ask_sdk.responses import Answer, Cancel, UncheckedAnswer
 from pi_ask_sdk.standin import StandinThread, standin_extension_path
 
@@ -418,7 +419,7 @@ class PiProcess:
         *,
         tool_call_id: str | None = None,
         timeout: float = WAIT,
-    ) -> str:
+    ) -> FlowId:
         """Open a form; returns its flow id. Refused input raises ``PiFailed`` with the report.
 
         With the stand-in host this runs ``/pi-ask-test-open`` and returns when the form is open.
@@ -434,7 +435,7 @@ class PiProcess:
         report = self.test_command("open", json.dumps(spec), timeout=timeout)
         if not report.get("ok"):
             raise PiFailed(f"the test host refused the form: {report}")
-        flow_id = str(report["flowId"])
+        flow_id = FlowId(str(report["flowId"]))
         self._flow_marks[flow_id] = mark
         return flow_id
 
@@ -448,7 +449,7 @@ class PiProcess:
         *,
         tool_call_id: str | None = None,
         timeout: float = WAIT,
-    ) -> str:
+    ) -> FlowId:
         """Make the scripted model call ``ask_user`` with ``params`` (a real tool call, whose
         result goes back to Pi's agent); returns the flow id ``tool:<tool_call_id>`` at once.
         ``params`` is the raw tool input, checked by the host (invalid input on purpose gives
@@ -461,7 +462,7 @@ class PiProcess:
             tool_call_id = f"pi-ask-call-{self._tool_calls}"
         deadline = time.monotonic() + timeout
         self.wait_idle(timeout=timeout)
-        flow_id = f"tool:{tool_call_id}"
+        flow_id = FlowId(f"tool:{tool_call_id}")
         self._flow_marks[flow_id] = self._completed_mark()
         since = self.mark()
         self.prompt(
@@ -499,8 +500,8 @@ class PiProcess:
     def dispose_form(self, flow_id: str) -> bool:
         return bool(self.test_command("dispose", flow_id).get("ok"))
 
-    def open_flow_ids(self) -> list[str]:
-        return list(self.test_command("list", "").get("flowIds", []))
+    def open_flow_ids(self) -> list[FlowId]:
+        return [FlowId(i) for i in self.test_command("list", "").get("flowIds", [])]
 
     def new_session(self, *, timeout: float = WAIT) -> PiRecord:
         return self.request({"type": "new_session"}, timeout=timeout)

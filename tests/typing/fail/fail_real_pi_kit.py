@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pi_ask_sdk import QuestionId
 from pi_ask_sdk.realpi import PiEnv, PiProcess, real_pi, running_pi
 
 
@@ -32,3 +33,12 @@ def typed_forms_and_responses(pi: PiProcess) -> None:
     pi.open_form({"questions": [], "titel": "typo"})  # type: ignore[typeddict-unknown-key]
     pi.complete_form("tool:x", {"kind": "answer", "answers": {"q": {"labels": ["Yes"]}}})  # type: ignore[arg-type]
     pi.complete_form("tool:x", {"kind": "approve"})  # type: ignore[arg-type]
+
+
+def typed_flow_ids(pi: PiProcess) -> None:
+    """Item 6: the flow ids the kit returns are FlowIds, not plain text to mix with other ids."""
+    flow_id = pi.open_form({"questions": []})
+    question_id: QuestionId = flow_id  # type: ignore[assignment]
+    [open_id] = pi.open_flow_ids()
+    other: QuestionId = open_id  # type: ignore[assignment]
+    print(question_id, other)
