@@ -148,6 +148,10 @@ class StandinServer:
                 await writer.drain()
         except (ConnectionError, asyncio.LimitOverrunError, ValueError):
             return
+        except asyncio.CancelledError:
+            # close() cancels the link: end quietly. Left to propagate, Python 3.11's
+            # start_unix_server logs a cancelled handler as "Exception in callback".
+            return
         finally:
             session.closed()
             writer.close()

@@ -218,3 +218,16 @@ def test_the_session_uses_its_server_through_the_public_seam_only() -> None:
     assert owner_calls == {"present_single_as_multi", "session_started", "session_completed"}
     owner: SessionOwner = StandinServer()  # (mypy checks the protocol)
     assert owner.present_single_as_multi is False
+
+
+@pytest.mark.asyncio
+async def test_closing_with_a_link_open_logs_no_error(caplog: pytest.LogCaptureFixture) -> None:
+    # pi-ask try closes its server while a killed Pi's link is still open: no asyncio traceback
+    # (Python 3.11's start_unix_server logs a cancelled connection handler as an error).
+    server = await StandinServer().start()
+    async with peer(server) as link:
+        await link.send({"type": "command", "ref": 1, "name": "list", "args": ""})
+        assert (await link.read())["type"] == "report"
+        with caplog.at_level("ERROR", logger="asyncio"):
+            await server.close()
+        assert [r.getMessage() for r in caplog.records if r.name == "asyncio"] == []
