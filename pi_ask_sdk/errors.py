@@ -422,15 +422,16 @@ class TransportUnavailable(BridgeError):
         super().__init__(message)
 
 
-_MAX_SOCKET_PATH: Final = 107
-"""Longest Unix socket path in bytes (``sun_path`` is 108 bytes with its terminating NUL)."""
+MAX_SOCKET_PATH: Final = 107
+"""Longest Unix socket path in bytes (``sun_path`` is 108 bytes with its terminating NUL);
+re-exported by ``pi_ask_sdk.transports.relay``."""
 
 
 def _too_long(path: Path, what: str, remedy: str) -> str:
     """The message of a socket path that does not fit: the path, its length, the limit, the fix."""
     size = len(os.fsencode(path))
     return (
-        f"The {what} path {path} is {size} bytes, longer than the {_MAX_SOCKET_PATH} bytes a "
+        f"The {what} path {path} is {size} bytes, longer than the {MAX_SOCKET_PATH} bytes a "
         f"Unix socket path may have. {remedy}"
     )
 

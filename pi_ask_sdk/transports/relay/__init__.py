@@ -41,6 +41,7 @@ from __future__ import annotations
 
 from pi_ask_sdk._relay_info import RelayInfo
 from pi_ask_sdk.errors import (
+    MAX_SOCKET_PATH,
     AmbiguousRelay,
     NoRelayFound,
     RelayConnectError,
@@ -52,7 +53,6 @@ from pi_ask_sdk.errors import (
 )
 
 from ._discovery import (
-    MAX_SOCKET_PATH,
     check_relay_dir,
     check_relay_socket,
     discover_relays,

@@ -15,6 +15,7 @@ from typing import Final
 
 from pi_ask_sdk._relay_info import RelayInfo
 from pi_ask_sdk.errors import (
+    MAX_SOCKET_PATH,
     AmbiguousRelay,
     NoRelayFound,
     RelayError,
@@ -23,9 +24,6 @@ from pi_ask_sdk.errors import (
 )
 
 log: Final = logging.getLogger("pi_ask_sdk.relay")
-
-MAX_SOCKET_PATH: Final = 107
-"""Longest Unix socket path in bytes (``sun_path`` is 108 bytes with its terminating NUL)."""
 
 _SOCKET_RE: Final = re.compile(r"^pi-(\d+)\.sock$")
 _FORWARD_RE: Final = re.compile(r"^pi-(?!\d+\.sock$).+\.sock$")

@@ -12,6 +12,7 @@ from typing import Final, Literal
 from pi_ask_core import SubmitEvent
 from pi_ask_sdk._relay_info import RelayInfo
 from pi_ask_sdk.errors import (
+    MAX_SOCKET_PATH,
     ConnectionLost,
     NoRelayFound,
     RelayConnectError,
@@ -23,7 +24,7 @@ from pi_ask_sdk.errors import (
 from pi_ask_sdk.transports.base import TransportListener
 
 from ._connection import _Protocol
-from ._discovery import MAX_SOCKET_PATH, check_relay_socket, pid_alive, resolve_relay
+from ._discovery import check_relay_socket, pid_alive, resolve_relay
 from ._wire import DEFAULT_MAX_LINE_BYTES, RelayHello, RelayRole, encode_emit
 
 log: Final = logging.getLogger("pi_ask_sdk.relay")
