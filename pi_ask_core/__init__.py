@@ -22,7 +22,9 @@ from .errors import FormErrorKind, HostClosed, InvalidForm, PiAskError, SubmitRe
 from .events import DecodedEvent, Skipped, SkipReason, decode_event
 from .external_ui import (
     EXTERNAL_UI,
+    AskRoute,
     ExternalUiRequest,
+    ask_route,
     external_ui_request,
     invalid_provider_response,
     negotiates,
@@ -102,6 +104,7 @@ __all__ = [
     "AskQuestionSummary",
     "AskResult",
     "AskResultAnswer",
+    "AskRoute",
     "CancelResponse",
     "Channel",
     "Clock",
@@ -147,6 +150,7 @@ __all__ = [
     "UnsetType",
     "Unsubscribe",
     "__version__",
+    "ask_route",
     "build_result",
     "check_mode",
     "check_question_answer",

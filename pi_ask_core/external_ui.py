@@ -9,6 +9,7 @@ any of it: they keep using the four channels.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Final, Literal
 
 from msgspec import UNSET, UnsetType
@@ -20,7 +21,9 @@ from .results import build_result
 
 __all__ = [
     "EXTERNAL_UI",
+    "AskRoute",
     "ExternalUiRequest",
+    "ask_route",
     "external_ui_request",
     "invalid_provider_response",
     "negotiates",
@@ -47,6 +50,22 @@ def negotiates(mode: object) -> bool:
     before its form opens: every mode but the TUI (``"rpc"``, ``"json"``, ``"print"``, and a
     Pi too old to say its mode). In the TUI the host's own form opens directly."""
     return mode != "tui"
+
+
+AskRoute = Literal["open", "negotiate", "fallback"]
+"""How a validated ``ask_user`` call goes on: its form ``open``s at once, the host
+``negotiate``s an external UI first, or the tool returns the non-interactive ``fallback``."""
+
+
+def ask_route(mode: object, params: object) -> AskRoute:
+    """The route of a validated ``ask_user`` call with input ``params`` in Pi's run ``mode``: in
+    the TUI the form opens; elsewhere a background call (``background: true``) gets the
+    non-interactive result at once, with no negotiation, no flow and no event (spec §3.1), and
+    a foreground call negotiates an external UI."""
+    if not negotiates(mode):
+        return "open"
+    background = isinstance(params, Mapping) and params.get("background") is True
+    return "fallback" if background else "negotiate"
 
 
 def non_interactive_result(form: Form) -> AskResult:

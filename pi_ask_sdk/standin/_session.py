@@ -23,10 +23,10 @@ from pi_ask_core import (
     LocalEventBus,
     PiAskError,
     SubmitRefused,
+    ask_route,
     decode_event,
     external_ui_request,
     invalid_provider_response,
-    negotiates,
     non_interactive_result,
     parse_form,
 )
@@ -162,8 +162,12 @@ class StandinSession:
         except PiAskError as error:
             self._send({"type": "error", "ref": ref, "message": str(error)})
             return
-        if not negotiates(message.get("mode")):
+        route = ask_route(message.get("mode"), params)
+        if route == "open":
             self._open_tool(host, ref, params, tool_call_id, provided=False)
+            return
+        if route == "fallback":
+            self._send_result(ref, non_interactive_result(form))
             return
         # Nothing is open yet: the extension emits the negotiation event and says whether a
         # provider connected ("provider"); with none, the non-interactive result (no events).

@@ -61,11 +61,12 @@ def pi_with_grace(
         yield pi
 
 
-def call(pi: PiProcess, call_id: str) -> int:
+def call(pi: PiProcess, call_id: str, *, background: bool = False) -> int:
     """The scripted model calls ask_user; returns the record mark before it."""
     pi.wait_idle()  # (Pi takes a prompt only when its agent is idle)
     since = pi.mark()
-    pi.prompt(f"CALL ask_user#{call_id} {json.dumps(single_question())}")
+    params = {**single_question(), "background": True} if background else single_question()
+    pi.prompt(f"CALL ask_user#{call_id} {json.dumps(params)}")
     return since
 
 
@@ -139,6 +140,19 @@ def test_without_a_bridge_the_model_gets_the_fallback_at_once(headless_pi: PiPro
     assert_fallback(headless_pi, "nobody", since, started)
     reply = model_reply(headless_pi, since)
     assert json.loads(reply.removeprefix("TOOL RESULT ask_user: "))["cancelled"] is True
+
+
+@pytest.mark.asyncio
+async def test_a_background_call_gets_the_fallback_even_with_a_bridge(
+    headless_pi: PiProcess,
+) -> None:
+    # The real host offers no external UI for a background call outside the TUI (spec §3.1).
+    pi = headless_pi
+    async with pi.client() as client:
+        started = time.monotonic()
+        since = call(pi, "in-background", background=True)
+        assert_fallback(pi, "in-background", since, started)
+        assert list(client.open_flows) == []
 
 
 @pytest.mark.asyncio

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from pi_ask_core import negotiates
+from pi_ask_core import ask_route, negotiates
 from pi_ask_sdk.standin import StandinServer
 
 from .test_standin_server import FORM, Peer, peer
@@ -194,3 +194,29 @@ async def test_a_call_that_failed_on_the_server_drops_its_form_without_completed
         report = await link.read()  # no completed came first
         assert (report["type"], report["report"]["flowIds"]) == ("report", [])
         assert server.completed == []
+
+
+def test_a_background_call_outside_the_tui_falls_back_and_in_the_tui_opens() -> None:
+    form = {**FORM, "background": True}
+    assert ask_route("rpc", form) == "fallback"
+    assert ask_route("print", form) == "fallback"
+    assert ask_route("tui", form) == "open"
+    assert ask_route("rpc", FORM) == "negotiate"
+    assert ask_route("rpc", {**FORM, "background": False}) == "negotiate"
+
+
+@pytest.mark.asyncio
+async def test_a_headless_background_call_gets_the_fallback_without_negotiating() -> None:
+    # The real host offers no external UI for a background call: no flow, no event (§3.1).
+    async with StandinServer() as server, peer(server) as link:
+        params = {**FORM, "background": True}
+        await link.send(
+            {"type": "tool", "ref": 1, "toolCallId": "bg", "params": params, "mode": "rpc"}
+        )
+        result = await link.read()
+        assert (result["type"], result["ref"], result["abort"]) == ("result", 1, False)
+        assert result["result"]["cancelled"] is True
+        assert result["result"]["answers"] == {}
+        [session] = server.sessions
+        assert session.host is not None
+        assert session.host.active_flows == ()
