@@ -17,6 +17,15 @@ from .answers import (
     check_mode,
     check_question_answer,
 )
+from .background import (
+    ANSWER_MESSAGE,
+    BackgroundAnswer,
+    BackgroundQueue,
+    QueuedReceipt,
+    answer_starts_turn,
+    background_answer_text,
+    queued_text,
+)
 from .bus import EventBus, Handler, LocalEventBus, Unsubscribe
 from .errors import FormErrorKind, HostClosed, InvalidForm, PiAskError, SubmitRefused
 from .events import DecodedEvent, Skipped, SkipReason, decode_event
@@ -81,6 +90,7 @@ UNSET = _UNSET
 __version__ = "0.1.0"
 
 __all__ = [
+    "ANSWER_MESSAGE",
     "CHANNELS",
     "COMPLETED",
     "ELABORATION_INSTRUCTION",
@@ -105,6 +115,8 @@ __all__ = [
     "AskResult",
     "AskResultAnswer",
     "AskRoute",
+    "BackgroundAnswer",
+    "BackgroundQueue",
     "CancelResponse",
     "Channel",
     "Clock",
@@ -132,6 +144,7 @@ __all__ = [
     "QuestionState",
     "QuestionTarget",
     "QuestionType",
+    "QueuedReceipt",
     "RemoteAnswer",
     "RemoteResponse",
     "ResultMode",
@@ -150,7 +163,9 @@ __all__ = [
     "UnsetType",
     "Unsubscribe",
     "__version__",
+    "answer_starts_turn",
     "ask_route",
+    "background_answer_text",
     "build_result",
     "check_mode",
     "check_question_answer",
@@ -160,5 +175,6 @@ __all__ = [
     "negotiates",
     "non_interactive_result",
     "parse_form",
+    "queued_text",
     "submit_result_from_builtins",
 ]
