@@ -52,19 +52,22 @@ def negotiates(mode: object) -> bool:
     return mode != "tui"
 
 
-AskRoute = Literal["open", "negotiate", "fallback"]
-"""How a validated ``ask_user`` call goes on: its form ``open``s at once, the host
-``negotiate``s an external UI first, or the tool returns the non-interactive ``fallback``."""
+AskRoute = Literal["open", "queue", "negotiate", "fallback"]
+"""How a validated ``ask_user`` call goes on: its form ``open``s at once (the call waits for
+it), it joins the TUI's background ``queue`` (the call returns a receipt at once, see
+``pi_ask_core.background``), the host ``negotiate``s an external UI first, or the tool returns
+the non-interactive ``fallback``."""
 
 
 def ask_route(mode: object, params: object) -> AskRoute:
     """The route of a validated ``ask_user`` call with input ``params`` in Pi's run ``mode``: in
-    the TUI the form opens; elsewhere a background call (``background: true``) gets the
-    non-interactive result at once, with no negotiation, no flow and no event (spec §3.1), and
-    a foreground call negotiates an external UI."""
-    if not negotiates(mode):
-        return "open"
+    the TUI a foreground call's form opens and a background call (``background: true``) is
+    queued; elsewhere a background call gets the non-interactive result at once, with no
+    negotiation, no flow and no event (spec §3.1), and a foreground call negotiates an external
+    UI."""
     background = isinstance(params, Mapping) and params.get("background") is True
+    if not negotiates(mode):
+        return "queue" if background else "open"
     return "fallback" if background else "negotiate"
 
 

@@ -31,7 +31,8 @@ _CONTROL = re.compile(rb"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\
 class PiTui(PiProcess):
     """Pi in its interactive TUI (``mode == "tui"``) under a pseudo-terminal, with the relay and
     the stand-in host, as a person runs it. In the TUI the host opens its forms directly (no
-    external-UI negotiation): a bridge sees them whoever is connected.
+    external-UI negotiation): a bridge sees them whoever is connected. Background calls
+    (``background: true``) return a receipt at once and their forms open one at a time.
 
     ``type(text)`` types into Pi's editor, ``enter()`` sends it, ``wait_screen(text)`` waits
     until Pi wrote ``text`` (``screen()`` is everything it wrote, control sequences removed).

@@ -40,12 +40,19 @@ Link protocol (JSON lines, split on ``\\n`` only), one connection per Pi session
                           {"type":"error","ref":R,"message":"..."}  the tool fails (malformed
                                                         input, the provider failed or answered
                                                         invalidly)
+                          {"type":"answer","customType":T,"text":"...","details":{...},
+                           "triggerTurn":B}             a background form ended: pi.sendMessage
+                                                        it (deliverAs followUp)
 
 The server decides (``pi_ask_core.external_ui``): in the TUI (mode ``"tui"``) a valid call
-opens at once; in any other mode it answers ``negotiate``, and then opens the flow (``opened``
-with the provider's ``request``) or, with no provider, returns the non-interactive result with
-no event. The extension accepts a provider itself (``connect()`` must answer inside the emit):
-the first with version 1, a non-blank id and an ``open`` function.
+opens at once, unless it is a background call (``background: true``): that one's ``result`` is
+the queued receipt, sent at once, and its form opens when ``pi_ask_core.BackgroundQueue`` says
+(one at a time, first in first out); when it ends, an ``answer`` brings the result to the model
+(simplified: no ``wait_for_answers`` tool, no turn-boundary hand-over, the queue is not kept
+across sessions; see docs/real-pi.md). In any other mode it answers ``negotiate``, and then
+opens the flow (``opened`` with the provider's ``request``) or, with no provider, returns the
+non-interactive result with no event. The extension accepts a provider itself (``connect()``
+must answer inside the emit): the first with version 1, a non-blank id and an ``open`` function.
 
 When the connection ends (session shutdown, Pi exits) the session's ``FlowHost`` is closed: its
 flows are disposed without ``completed``, as in Pi.

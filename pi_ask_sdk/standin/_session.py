@@ -11,10 +11,13 @@ from typing import Protocol
 import msgspec
 
 from pi_ask_core import (
+    ANSWER_MESSAGE,
     COMPLETED,
     STARTED,
     SUBMIT_RESULT,
     AskResult,
+    BackgroundAnswer,
+    BackgroundQueue,
     CompletedEvent,
     FlowHandle,
     FlowHost,
@@ -23,12 +26,15 @@ from pi_ask_core import (
     LocalEventBus,
     PiAskError,
     SubmitRefused,
+    answer_starts_turn,
     ask_route,
+    background_answer_text,
     decode_event,
     external_ui_request,
     invalid_provider_response,
     non_interactive_result,
     parse_form,
+    queued_text,
 )
 
 from ._link import decode_line, encode_line
@@ -71,6 +77,8 @@ class StandinSession:
         # ask_user calls validated and waiting for the extension's negotiation: their params,
         # tool call id and non-interactive (cancelled) result
         self._negotiating: dict[int, tuple[object, str | None, AskResult]] = {}
+        # the TUI's background forms (the params each opens with); the core decides the order
+        self._queue: BackgroundQueue[object] = BackgroundQueue()
         for channel in (STARTED, COMPLETED, SUBMIT_RESULT):
             self.bus.on(channel, self._forwarder(channel))
 
@@ -140,8 +148,9 @@ class StandinSession:
         self._owner.session_started(self)
 
     def _tool(self, host: FlowHost, ref: int, message: Mapping[str, object]) -> None:
-        """An ``ask_user`` call: validated first; then, in Pi's TUI, the form opens; in any
-        other mode the extension must first negotiate an external UI (a provider)."""
+        """An ``ask_user`` call: validated first; then, in Pi's TUI, the form opens (a
+        background call's is queued and the call returns its receipt); in any other mode the
+        extension must first negotiate an external UI (a provider)."""
         call_id = message.get("toolCallId")
         tool_call_id = call_id if isinstance(call_id, str) else None
         params = message.get("params")
@@ -166,6 +175,13 @@ class StandinSession:
         if route == "open":
             self._open_tool(host, ref, params, tool_call_id, provided=False)
             return
+        if route == "queue":
+            ids = [question.id for question in form.questions]
+            receipt = self._queue.enqueue(tool_call_id or "", params, ids)
+            text = queued_text(receipt)
+            self._send({"type": "result", "ref": ref, "text": text, "result": receipt})
+            self._open_next(host)
+            return
         if route == "fallback":
             self._send_result(ref, non_interactive_result(form))
             return
@@ -173,6 +189,44 @@ class StandinSession:
         # provider connected ("provider"); with none, the non-interactive result (no events).
         self._negotiating[ref] = (params, tool_call_id, non_interactive_result(form))
         self._send({"type": "negotiate", "ref": ref})
+
+    def _open_next(self, host: FlowHost) -> None:
+        """Open the background form the core's queue says is next, if any. When it ends, its
+        answer goes to the model as a message (the call returned long ago) and the next opens;
+        a form that fails to open (its preview file went away, say) is reported the same way."""
+        while not host.is_closed and (entry := self._queue.next()) is not None:
+            request_id, params = entry
+            try:
+                handle = host.start(params, tool_call_id=request_id or None, source="tool")
+            except PiAskError as error:
+                self._queue.finished(request_id)
+                self._deliver(BackgroundAnswer(request_id=request_id, error=str(error)))
+                continue
+
+            def done(finished: FlowHandle, request_id: str = request_id) -> None:
+                self._queue.finished(request_id)
+                if host.is_closed:  # the session ended: nothing is delivered, nothing opens
+                    return
+                result = finished.tool_result  # its own, or (disposed) the cancelled one
+                assert result is not None  # (it ended)
+                self._deliver(BackgroundAnswer(request_id=request_id, result=result))
+                self._open_next(host)
+
+            handle.add_done_callback(done)
+            return
+
+    def _deliver(self, answer: BackgroundAnswer) -> None:
+        """Have the extension bring a background form's answer to the model."""
+        text = background_answer_text(answer)
+        self._send(
+            {
+                "type": "answer",
+                "customType": ANSWER_MESSAGE,
+                "text": text,
+                "details": answer,
+                "triggerTurn": answer_starts_turn(answer),
+            }
+        )
 
     def _provider(self, host: FlowHost, ref: int, connected: bool) -> None:
         pending = self._negotiating.pop(ref, None)
@@ -355,6 +409,7 @@ class StandinSession:
     def closed(self) -> None:
         if self.host is not None:
             self.host.close()
+        self._queue.clear()
 
 
 def _open_spec(args: str, present_single_as_multi: bool) -> Mapping[str, object]:

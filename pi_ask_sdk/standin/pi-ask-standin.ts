@@ -12,6 +12,9 @@
 // What it registers (each session: Pi calls this factory again after /new, /resume, /fork, /reload):
 //   tool `ask_user`: opens a flow with the real tool call id; resolves with the AskResult when the flow
 //     completes (content: the result as JSON text; details: the result). Abort -> the flow completes cancelled.
+//     In the TUI a background call (`background: true`) returns a queued receipt at once; the server
+//     opens the queued forms one at a time and sends each answer, which is delivered to the model as
+//     an `ask:background-answer` message (pi.sendMessage). The agent's abort never reaches them.
 //     Outside the TUI it first negotiates an external UI (pi-agent-ask:external-ui) as the real host
 //     does: no provider -> the non-interactive (cancelled) result at once, no events; the provider's
 //     failure -> a tool error. A completed cancel ends the agent's turn (ctx.abort()).
@@ -269,6 +272,10 @@ class Link {
 			this.pi.events.emit(message.channel, message.data);
 			return;
 		}
+		if (message.type === "answer") {
+			this.deliver(message);
+			return;
+		}
 		const ref = typeof message.ref === "number" ? message.ref : undefined;
 		if (ref === undefined) return;
 		if (message.type === "opened" || message.type === "negotiate") {
@@ -277,6 +284,15 @@ class Link {
 			return;
 		}
 		this.take(ref)?.resolve(message);
+	}
+
+	/** A background form ended: its answer reaches the model as a message, after the current
+	 * turn if the agent is working (what the server decided: type, text, whether it wakes the agent). */
+	private deliver(message: Message): void {
+		this.pi.sendMessage(
+			{ customType: String(message.customType), content: String(message.text), display: true, details: message.details },
+			{ triggerTurn: message.triggerTurn === true, deliverAs: "followUp" },
+		);
 	}
 
 	private lost(why: string): void {

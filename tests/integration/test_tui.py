@@ -1,6 +1,6 @@
 """Pi's interactive TUI under a pseudo-terminal: the host opens its forms directly (no
 external-UI negotiation), so a bridge sees and answers them whoever else is connected; a
-bridge's cancel ends the agent's turn."""
+bridge's cancel ends the agent's turn; background forms open one at a time."""
 
 from __future__ import annotations
 
@@ -28,9 +28,10 @@ def tui(pi_installation: PiEnv, shared_tmp: Path, tmp_path: Path) -> Iterator[Pi
         yield pi
 
 
-def ask(pi: PiTui, call_id: str) -> None:
+def ask(pi: PiTui, call_id: str, *, background: bool = False) -> None:
     """The user types the scripted model's cue; the model then calls ask_user."""
-    text = f"CALL ask_user#{call_id} {json.dumps(single_question())}"
+    params = {**single_question(), "background": True} if background else single_question()
+    text = f"CALL ask_user#{call_id} {json.dumps(params)}"
     pi.type(text)
     pi.wait_screen(f"ask_user#{call_id}")  # the editor shows it: now send it
     pi.enter()
@@ -44,11 +45,17 @@ def answer(bridge: RawRelay, call_id: str, value: str) -> None:
         f"tool:{call_id}",
         call_id,
     )
+    submit(bridge, call_id, value)
+
+
+def submit(bridge: RawRelay, call_id: str, value: str) -> None:
+    """The bridge answers the open form of ``call_id``: it completes."""
     bridge.submit({
         "version": 1, "requestId": f"r-{call_id}", "flowId": f"tool:{call_id}",
         "response": {"kind": "answer", "answers": {"q": {"values": [value]}}},
     })  # fmt: skip
-    assert bridge.event()[0] == "pi-agent-ask:completed"
+    channel, done = bridge.event()
+    assert (channel, done["flowId"]) == ("pi-agent-ask:completed", f"tool:{call_id}")
     channel, ack = bridge.event()
     assert (channel, ack["ok"]) == ("pi-agent-ask:submit-result", True)
 
@@ -104,3 +111,42 @@ def test_in_the_tui_a_bridge_cancel_ends_the_agents_turn(tui: PiTui) -> None:
     tui.enter()
     screen = tui.wait_screen("ECHO: hello after the cancel")
     assert "TOOL RESULT ask_user" not in screen
+
+
+def test_in_the_tui_background_forms_open_one_at_a_time_and_outlive_an_aborted_turn(
+    tui: PiTui,
+) -> None:
+    if tui.env.flavour == "legacy":
+        pytest.skip("Pi 0.74 gives extensions no run mode: a background call falls back there")
+    bridge = RawRelay(tui.socket_path)
+    try:
+        # Each call returns its receipt at once (the turn ends); only the first form opens.
+        ask(tui, "bg-1", background=True)
+        tui.wait_screen("TOOL RESULT ask_user: Queued ask_user [bg-1]. 1 form(s) pending.")
+        channel, started = bridge.event()
+        assert (channel, started["flowId"]) == ("pi-agent-ask:started", "tool:bg-1")
+        ask(tui, "bg-2", background=True)
+        tui.wait_screen("TOOL RESULT ask_user: Queued ask_user [bg-2]. 2 form(s) pending.")
+        # A foreground form opens beside them; the bridge's cancel aborts the agent's turn,
+        # which the background form does not belong to: it stays open.
+        ask(tui, "fg")
+        channel, started = bridge.event()
+        assert (channel, started["flowId"]) == ("pi-agent-ask:started", "tool:fg")
+        bridge.submit({
+            "version": 1, "requestId": "r-fg", "flowId": "tool:fg",
+            "response": {"kind": "cancel"},
+        })  # fmt: skip
+        channel, done = bridge.event()
+        assert (channel, done["flowId"]) == ("pi-agent-ask:completed", "tool:fg")
+        assert bridge.event()[0] == "pi-agent-ask:submit-result"
+        # bg-2 opens only once bg-1 ended: bg-1's completion comes first, then bg-2's start.
+        submit(bridge, "bg-1", "b")
+        channel, started = bridge.event()
+        assert (channel, started["flowId"]) == ("pi-agent-ask:started", "tool:bg-2")
+        tui.wait_screen("ECHO: Background answer [bg-1]")  # the answer reached the model
+        submit(bridge, "bg-2", "a")
+        tui.wait_screen("ECHO: Background answer [bg-2]")
+    finally:
+        bridge.close()
+    completed = tui.standin.server.completed if tui.standin is not None else []
+    assert [event.flow_id for event in completed] == ["tool:fg", "tool:bg-1", "tool:bg-2"]

@@ -196,11 +196,13 @@ async def test_a_call_that_failed_on_the_server_drops_its_form_without_completed
         assert server.completed == []
 
 
-def test_a_background_call_outside_the_tui_falls_back_and_in_the_tui_opens() -> None:
+def test_a_background_call_outside_the_tui_falls_back_and_in_the_tui_is_queued() -> None:
     form = {**FORM, "background": True}
     assert ask_route("rpc", form) == "fallback"
     assert ask_route("print", form) == "fallback"
-    assert ask_route("tui", form) == "open"
+    assert ask_route("tui", form) == "queue"
+    assert ask_route("tui", FORM) == "open"
+    assert ask_route("tui", {**FORM, "background": "yes"}) == "open"
     assert ask_route("rpc", FORM) == "negotiate"
     assert ask_route("rpc", {**FORM, "background": False}) == "negotiate"
 
