@@ -123,8 +123,8 @@ class QuestionIndex:
     """Lookup table for checking answers to one question (built once per question).
 
     ``options`` maps each option value to its (label, 1-based position). ``question`` is the
-    question it was built from, or None when built with ``of`` (as the SDK's builder does from
-    a form view).
+    question it was built from, or None when built with ``of`` (as the form walk does while it
+    checks the options, and the SDK's builder from a form view).
     """
 
     __slots__ = ("_known", "id", "multi", "options", "question", "type")

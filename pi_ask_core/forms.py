@@ -25,7 +25,7 @@ from typing import Final, TypeGuard
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from .answers import FormIndex, _is_object
+from .answers import FormIndex, QuestionIndex, _is_object
 from .errors import InvalidForm
 from .js import WHITESPACE_RUN, is_blank, js_trim, js_upper_first
 from .protocol import (
@@ -300,15 +300,18 @@ _PreviewFile = tuple[int, int, str]  # question index, option index, trimmed fil
 
 def _walk(
     form: _InForm, present_single_as_multi: bool
-) -> tuple[list[AskQuestion], list[Issue], list[_PreviewFile]]:
+) -> tuple[list[AskQuestion], dict[str, QuestionIndex], list[Issue], list[_PreviewFile]]:
     """The normalized questions (§2.4; their options' previews from files still to be read),
-    every §2.3 issue in the spec's order, and the preview files to read."""
+    their answer-lookup tables (question id -> index, in form order), every §2.3 issue in the
+    spec's order, and the preview files to read. The tables are the ids and values seen, so
+    they are built on the way; with any issue they are meaningless (the form is refused)."""
     if not form.questions:
-        return [], [Issue(path="questions", message="At least one question is required")], []
+        issue = Issue(path="questions", message="At least one question is required")
+        return [], {}, [issue], []
     normalized: list[AskQuestion] = []
+    indexes: dict[str, QuestionIndex] = {}
     issues: list[Issue] = []
     files: list[_PreviewFile] = []
-    seen_ids: set[str] = set()
     for i, question in enumerate(form.questions):
         raw_type = question.type
         qtype: QuestionType = "single"
@@ -326,25 +329,21 @@ def _walk(
         qid = js_trim(question.id)
         if not qid:
             issues.append(_issue("id", "id is required", i))
-        elif qid in seen_ids:
+        elif qid in indexes:
             issues.append(_issue("id", f'duplicate question id "{qid}"', i))
-        else:
-            seen_ids.add(qid)
         prompt = js_trim(question.prompt)
         if not prompt:
             issues.append(_issue("prompt", "prompt is required", i))
         if not question.options:
             issues.append(_issue("options", "at least one option is required", i))
         options: list[AskOption] = []
-        seen_values: set[str] = set()
+        table: dict[str, tuple[str, int]] = {}  # QuestionIndex.table of the options
         for j, option in enumerate(question.options):
             value = js_trim(option.value)
             if not value:
                 issues.append(_issue("value", "value is required", i, j))
-            elif value in seen_values:
+            elif value in table:
                 issues.append(_issue("value", f'duplicate option value "{value}"', i, j))
-            else:
-                seen_values.add(value)
             label = _prepared_label(option.label, option.value)
             label = js_trim(label) if isinstance(label, str) else ""
             if not label:
@@ -375,20 +374,23 @@ def _walk(
                     recommended=option.recommended,
                 )
             )
+            table[value] = (label, j + 1)
         presented_multi = present_single_as_multi and qtype == "single"
+        presented: QuestionType = "multi" if presented_multi else qtype
         normalized.append(
             AskQuestion(
                 id=qid,
                 label=js_trim(question.label) or f"Q{i + 1}",
                 prompt=prompt,
-                type="multi" if presented_multi else qtype,
+                type=presented,
                 requested_type="single" if presented_multi else UNSET,
                 presented_type="multi" if presented_multi else UNSET,
                 required=question.required,
                 options=options,
             )
         )
-    return normalized, issues, files
+        indexes[qid] = QuestionIndex.of(qid, presented, table)
+    return normalized, indexes, issues, files
 
 
 # --- §2.5 preview files ------------------------------------------------------------------------
@@ -472,11 +474,11 @@ def parse_form_indexed(
         else params
     )
     typed = _typed_input(raw)
-    questions, issues, files = _walk(typed, present_single_as_multi)
+    questions, indexes, issues, files = _walk(typed, present_single_as_multi)
     if not issues and files:
         issues = _with_preview_files(questions, files, cwd)
     if issues:
         raise InvalidForm("invalid_input", tuple(issues), _invalid_result(typed, issues))
     title = js_trim(typed.title) if isinstance(typed.title, str) else ""
     form = Form(title=title or UNSET, questions=tuple(questions))
-    return form, FormIndex(form.questions)
+    return form, FormIndex.of(indexes)
