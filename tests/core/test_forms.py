@@ -10,7 +10,8 @@ import msgspec
 import pytest
 
 from pi_ask_core import AskParams, InvalidForm, parse_form
-from pi_ask_core.forms import derive_label, prepare_labels
+from pi_ask_core.answers import QuestionIndex
+from pi_ask_core.forms import derive_label, parse_form_indexed, prepare_labels
 from pi_ask_core.js import is_blank, js_object, js_ordered_keys, js_trim, js_upper_first
 
 
@@ -287,3 +288,27 @@ def test_invalid_input_result_echoes_the_raw_title() -> None:
         parse_form({"title": "  ", "questions": []})
     assert caught.value.result is not None
     assert msgspec.to_builtins(caught.value.result)["title"] == "  "
+
+
+def test_the_answer_tables_are_those_of_the_normalized_form(tmp_path: Path) -> None:
+    # The walk builds them on the way; a submit is checked against exactly the form announced
+    # (presented types, derived and trimmed labels, 1-based positions; previews from files aside).
+    (tmp_path / "p.md").write_text("from a file", encoding="utf-8")
+    params = {
+        "questions": [
+            {"id": " a ", "prompt": "A", "options": [{"value": "x_y"}, {"value": " z "}]},
+            {
+                "id": "b",
+                "prompt": "B",
+                "type": "multi",
+                "options": [{"value": "v", "label": " V ", "previewFile": "p.md"}],
+            },
+        ]
+    }
+    form, index = parse_form_indexed(params, present_single_as_multi=True, cwd=tmp_path)
+    assert list(index.questions) == [question.id for question in form.questions] == ["a", "b"]
+    for question in form.questions:
+        table = index.questions[question.id]
+        assert (table.id, table.type, table.multi) == (question.id, question.type, True)
+        assert table.options == QuestionIndex.table(question.options)
+    assert index.questions["a"].options == {"x_y": ("X y", 1), "z": ("Z", 2)}
