@@ -154,6 +154,8 @@ def _prepare_option(option: object) -> object:
 
 
 def _json_type(value: object) -> str:
+    """The JSON type ``value`` has, or its Python type's name (a tuple or a set is not an
+    array here: ``questions`` and ``options`` must be lists)."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -162,7 +164,7 @@ def _json_type(value: object) -> str:
         return "number"
     if isinstance(value, str):
         return "string"
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, list):
         return "array"
     if _is_object(value):
         return "object"

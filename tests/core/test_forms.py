@@ -209,6 +209,16 @@ def test_arrays_that_are_not_lists_are_schema_errors() -> None:
     assert issue_paths({"questions": [{"options": frozenset()}]}) == ["questions[0].options"]
 
 
+def test_a_tuple_where_an_array_belongs_is_named_as_a_tuple() -> None:
+    option = {"value": "v", "label": "l"}
+    with pytest.raises(InvalidForm) as refused:
+        parse_form({"questions": ({"id": "q", "prompt": "p", "options": [option]},)})
+    assert refused.value.issues[0].message == "questions must be an array, not tuple"
+    with pytest.raises(InvalidForm) as refused:
+        parse_form({"questions": [{"id": "q", "prompt": "p", "options": (option,)}]})
+    assert refused.value.issues[0].message == "Question 1: options must be an array, not tuple"
+
+
 def test_well_typed_input_of_other_shapes_gives_the_same_form() -> None:
     plain = {**form({"value": "v", "label": " L ", "recommended": True}, label="Q"), "title": " T"}
     expected = parse_form(plain)
