@@ -279,29 +279,37 @@ class QuestionView(msgspec.Struct, Generic[F], frozen=True, dict=True):
     """
 
     id: QuestionId[F]
-    label: DisplayText
-    prompt: DisplayText
-    type: QuestionType
-    requested_type: QuestionType
-    required: bool
     _wire: AskQuestion
-    # The started event's own (immutable) question. ``options`` (the ``OptionView``s) and the
-    # host's lookup table (``RULES``, what ``AnswerBuilder`` checks answers against) are made
-    # from its options on first use and kept in ``__dict__`` (``dict=True``; not fields, so
-    # never compared or encoded): a bridge that only answers never pays for views of every
-    # option. ``pi_ask_sdk.to_json`` writes it back as it came.
+    # The started event's own (immutable) question: the label, prompt, type and options are
+    # read from it when asked for, so a bridge that only answers never pays for display texts
+    # (made on each read: they compare by text) nor for views of every option. ``options`` (the
+    # ``OptionView``s) and the host's lookup table (``RULES``, what ``AnswerBuilder`` checks
+    # answers against) are made on first use and kept in ``__dict__`` (``dict=True``; not
+    # fields, so never compared or encoded). ``pi_ask_sdk.to_json`` writes it back as it came.
 
     @classmethod
     def from_wire(cls, question: AskQuestion, flow_id: FlowId) -> QuestionView[F]:
-        return cls(
-            _question_id(question.id, flow_id),
-            _DisplayText(question.label),
-            _DisplayText(question.prompt),
-            question.type,
-            question.requested,
-            question.required,
-            question,
-        )
+        return cls(_question_id(question.id, flow_id), question)
+
+    @property
+    def label(self) -> DisplayText:
+        return _DisplayText(self._wire.label)
+
+    @property
+    def prompt(self) -> DisplayText:
+        return _DisplayText(self._wire.prompt)
+
+    @property
+    def type(self) -> QuestionType:
+        return self._wire.type
+
+    @property
+    def requested_type(self) -> QuestionType:
+        return self._wire.requested
+
+    @property
+    def required(self) -> bool:
+        return self._wire.required
 
     @property
     def options(self) -> tuple[OptionView[F], ...]:
@@ -321,7 +329,7 @@ class QuestionView(msgspec.Struct, Generic[F], frozen=True, dict=True):
     @property
     def multi(self) -> bool:
         """Whether several values may be selected (and combined with custom text)."""
-        return self.type == "multi"
+        return self._wire.type == "multi"
 
     @property
     def values(self) -> tuple[OptionValue[F], ...]:

@@ -256,12 +256,11 @@ def check_pieces(flow_id: FlowId, response: Answer[F] | Cancel[F]) -> None:
 
 def _rules(view: QuestionView[F]) -> QuestionIndex:
     """The host's lookup table for a question (value -> label and 1-based position), built
-    from its view's wire options on first use and kept on the view (views are immutable)."""
+    from its view's wire question on first use and kept on the view (views are immutable)."""
     cache = view.__dict__
     index: QuestionIndex | None = cache.get(RULES)
     if index is None:
-        table = QuestionIndex.table(view._wire.options)
-        index = cache[RULES] = QuestionIndex.of(str(view.id), view.type, table)
+        index = cache[RULES] = QuestionIndex(view._wire)
     return index
 
 
