@@ -414,7 +414,7 @@ class AnswerBuilder(Generic[F]):
                 problem = check_custom_text(index.id, before.custom_text, True, index)
             if problem is None:
                 selections = check_selections(index.id, values, index)
-                problem = selections if isinstance(selections, AnswerProblem) else None
+                problem = selections if type(selections) is AnswerProblem else None
             if problem is not None:
                 raise _select_problem(view.id, problem)
         self._answers[view.id] = (
@@ -459,29 +459,27 @@ class AnswerBuilder(Generic[F]):
     ) -> Self:
         """A note on one real option of the question, selected or not."""
         view = self._question("option_note", question)
-        qid, answers = view.id, self._answers
         value = self._value("option_note", "option", view, option)
         text = self._checked_text("option_note", "text", text)
-        before = answers.get(qid)
-        if is_blank(text):
-            if before is not None and before.option_notes:
-                notes = dict(before.option_notes)
-                if notes.pop(value, None) is not None:
-                    answers[qid] = replace(before, option_notes=tuple(notes.items()))
-            return self
         index = _rules(view)
-        problem = check_option_notes(index.id, {value: text}, index)
-        if isinstance(problem, AnswerProblem):
-            raise _option_note_problem(view.id, problem)
-        if before is None:
-            answers[qid] = QuestionAnswer(option_notes=((value, text),))
-        elif not before.option_notes:
-            answers[qid] = replace(before, option_notes=((value, text),))
-        else:
-            # A note replaces the value's earlier one in its place (the notes are a dict's items).
-            notes = dict(before.option_notes)
+        kept = check_option_notes(index.id, {value: text}, index)  # {} for a blank note
+        if type(kept) is AnswerProblem:
+            raise _option_note_problem(view.id, kept)
+        qid, answers = view.id, self._answers
+        before = answers.get(qid)
+        # A note replaces the value's earlier one in its place (the notes are a dict's items);
+        # a blank one removes it.
+        notes = {} if before is None else dict(before.option_notes)
+        if kept:
             notes[value] = text
-            answers[qid] = replace(before, option_notes=tuple(notes.items()))
+        elif notes.pop(value, None) is None:
+            return self  # a blank note where there was none: nothing changes
+        changed = tuple(notes.items())
+        answers[qid] = (
+            QuestionAnswer(option_notes=changed)
+            if before is None
+            else replace(before, option_notes=changed)
+        )
         return self
 
     def mode(self, mode: ResultMode) -> Self:
