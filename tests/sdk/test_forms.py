@@ -52,6 +52,21 @@ def test_view_carries_the_started_event(flow: FlowView) -> None:
     assert deploy.prompt.render() == "Deploy now?"
 
 
+def test_a_question_reads_its_texts_and_types_from_the_started_form(flow: FlowView) -> None:
+    # The label, prompt and types are read from the form's question when asked for (not kept
+    # per view): the same on every read, read-only, and a question's fields are its id and the
+    # question it was made from.
+    targets = flow.question("targets")
+    assert targets.label == targets.label
+    assert isinstance(targets.label, DisplayText)
+    assert (str(targets.label), str(targets.prompt)) == ("Q2", "Which targets?")
+    assert (targets.type, targets.requested_type, targets.required) == ("multi", "multi", False)
+    with pytest.raises(AttributeError):
+        targets.label = flow.question("deploy").label  # type: ignore[misc]
+    assert targets == view_of(MULTI_FORM, tool_call_id="plan").question("targets")
+    assert targets != flow.question("deploy")
+
+
 def test_unknown_question_names_flow_question_and_known_ids(flow: FlowView) -> None:
     with pytest.raises(UnknownQuestion) as caught:
         flow.question("Deploy")  # the label, not the id
