@@ -90,7 +90,9 @@ def _scrub(value: object) -> object:
         value = msgspec.to_builtins(value)
     if isinstance(value, Mapping):
         return {_scrub(k): _scrub(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, tuple):  # kept a tuple: cleaning must not make it pass for an array
+        return tuple([_scrub(item) for item in value])
+    if isinstance(value, list):
         return [_scrub(item) for item in value]
     return value
 

@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from pi_ask_core import AskParams, InvalidForm, parse_form
+from pi_ask_core import AskParams, FlowHost, InvalidForm, LocalEventBus, parse_form
 from pi_ask_core.answers import QuestionIndex
 from pi_ask_core.forms import derive_label, parse_form_indexed, prepare_labels
 from pi_ask_core.js import is_blank, js_object, js_ordered_keys, js_trim, js_upper_first
@@ -217,6 +217,18 @@ def test_a_tuple_where_an_array_belongs_is_named_as_a_tuple() -> None:
     with pytest.raises(InvalidForm) as refused:
         parse_form({"questions": [{"id": "q", "prompt": "p", "options": (option,)}]})
     assert refused.value.issues[0].message == "Question 1: options must be an array, not tuple"
+
+
+def test_a_tuple_is_refused_by_the_host_whether_or_not_its_texts_need_cleaning() -> None:
+    # The host cleans lone surrogates out of the input before the rules see it; the cleaned copy
+    # must be refused for the same tuple as the clean input is.
+    host = FlowHost(LocalEventBus())
+    for label in ("A", "A\ud800"):
+        question = {"id": "q", "label": label, "prompt": "p", "options": [{"value": "v"}]}
+        with pytest.raises(InvalidForm) as refused:
+            host.start({"questions": (question,)})
+        assert refused.value.issues[0].message == "questions must be an array, not tuple"
+    assert host.active_flows == ()
 
 
 def test_well_typed_input_of_other_shapes_gives_the_same_form() -> None:
