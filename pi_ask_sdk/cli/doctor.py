@@ -4,7 +4,8 @@ Besides the relay directory this shell uses, it looks at the running Pi processe
 (``processes.py``, Linux ``/proc``): the Unix sockets each one listens on tell where
 its relay really is, so a Pi whose relay listens in another directory (a different
 ``PI_ASK_RELAY_DIR``, ``XDG_RUNTIME_DIR`` or ``TMPDIR``, e.g. under ``sudo`` or a sandbox) and a
-Pi running without the relay are both named, with what to type.
+Pi running without the relay are both named, with what to type. A relay forwarded into the
+directory with ``ssh -L`` (``pi-<label>.sock``) is checked too.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Final, Literal
 
 from pi_ask_core import PiAskError
+from pi_ask_sdk.errors import NoRelayFound
 from pi_ask_sdk.transports.relay import (
     RelayHello,
     RelayTransport,
@@ -30,7 +32,7 @@ from pi_ask_sdk.transports.relay import (
     relay_dir,
     relay_extension_path,
 )
-from pi_ask_sdk.transports.relay._discovery import local_socket_pid
+from pi_ask_sdk.transports.relay._discovery import is_forwarded_name, local_socket_pid
 
 from .processes import PiProcessInfo, find_pi_processes
 from .text import clean, json_line
@@ -130,8 +132,11 @@ def _socket_checks(directory: Path) -> list[Check]:
     except OSError as error:
         return [Check("fail", "relay directory", f"cannot list {directory}: {error.strerror}")]
     sockets = [(name, pid) for name in names if (pid := local_socket_pid(name)) is not None]
-    if not sockets:
+    forwarded = [name for name in names if is_forwarded_name(name)]
+    if not sockets and not forwarded:
         return [Check("warn", "relays", f"no Pi with the relay is running ({directory} is empty)")]
+    for name in forwarded:  # a relay forwarded here with ssh -L (docs/relay.md): no local pid
+        checks.append(_relay_check(directory / name, absent="warn"))
     for name, pid in sockets:
         path = directory / name
         if not pid_alive(pid):
@@ -147,8 +152,10 @@ def _socket_checks(directory: Path) -> list[Check]:
     return checks
 
 
-def _relay_check(path: Path, failing: str = "") -> Check:
-    """The socket at ``path`` passes the same-user rules and a relay greets on it."""
+def _relay_check(path: Path, failing: str = "", *, absent: Status = "fail") -> Check:
+    """The socket at ``path`` passes the same-user rules and a relay greets on it. ``absent``
+    is the status when nothing listens on it (a forwarded socket whose ssh has exited is
+    skipped by discovery: a warning, not a failure)."""
     what = f"relay {path.name}"
     try:
         check_relay_socket(path)
@@ -156,6 +163,8 @@ def _relay_check(path: Path, failing: str = "") -> Check:
         return Check("fail", what, str(error))
     try:
         return Check("ok", what, asyncio.run(_hello(path)))
+    except NoRelayFound as error:  # nothing listens on it
+        return Check(absent, what, f"{failing}{error}")
     except (OSError, PiAskError, AssertionError) as error:
         return Check("fail", what, f"{failing}{error}")
 

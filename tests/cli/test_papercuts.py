@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -128,6 +129,35 @@ async def test_doctor_checks_a_socket_given_with_socket(
         assert [check["status"] for check in report["checks"]] == ["ok"]
     finally:
         await relay.stop()
+
+
+@pytest.mark.asyncio
+async def test_plain_doctor_checks_the_relays_forwarded_into_its_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The SSH recipe forwards a remote relay into the relay directory as pi-<label>.sock;
+    plain ``pi-ask doctor`` checks it (it said the directory was empty), and one whose ssh has
+    exited is a warning that names the likely cause (clients skip it)."""
+    directory = tmp_path / "relays"
+    relay = FakeRelay(directory, name="pi-buildbox.sock")
+    await relay.start()
+    monkeypatch.setenv("PI_ASK_RELAY_DIR", str(directory))
+    try:
+        await asyncio.to_thread(main, ["doctor"])
+        out = capsys.readouterr().out
+        assert "[  ok] relay pi-buildbox.sock: Pi fake (pid " in out, out
+        assert "is empty" not in out
+    finally:
+        await relay.stop()
+    gone = socket.socket(socket.AF_UNIX)  # a socket file nothing listens on any more
+    gone.bind(str(directory / "pi-oldbox.sock"))
+    gone.close()
+    os.chmod(directory / "pi-oldbox.sock", 0o600)
+    await asyncio.to_thread(main, ["doctor"])
+    out = capsys.readouterr().out
+    [line] = [line for line in out.splitlines() if "pi-oldbox.sock" in line]
+    assert line.startswith("[warn] relay pi-oldbox.sock: "), line
+    assert "is its ssh -L still running?" in line
 
 
 def test_doctor_socket_that_is_missing_or_unsafe_fails(

@@ -37,6 +37,12 @@ def local_socket_pid(name: str) -> int | None:
     return None if match is None else int(match.group(1))
 
 
+def is_forwarded_name(name: str) -> bool:
+    """Whether ``name`` is a forwarded relay socket's file name (``pi-<label>.sock``, the label
+    not a pid). The one place that knows that pattern (the CLI's doctor uses it too)."""
+    return _FORWARD_RE.match(name) is not None
+
+
 def relay_dir(env: Mapping[str, str] | None = None) -> Path:
     """``$PI_ASK_RELAY_DIR``, else ``$XDG_RUNTIME_DIR/pi-ask``, else ``<tmpdir>/pi-ask-<uid>``.
 
@@ -182,7 +188,7 @@ def discover_relays(
         if pid is not None:
             if pid_alive(pid):
                 found.append(RelayInfo(pid, directory / name))
-        elif _FORWARD_RE.match(name) and (directory / name in known or _accepts(directory / name)):
+        elif is_forwarded_name(name) and (directory / name in known or _accepts(directory / name)):
             forwarded.append(RelayInfo(0, directory / name, forwarded=True))
     found.sort(key=lambda info: info.pid)
     forwarded.sort(key=lambda info: info.path.name)

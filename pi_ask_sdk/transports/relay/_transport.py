@@ -185,10 +185,13 @@ class RelayTransport:
                     lambda: _Protocol(self, info.path, self._max_line, self._role), str(info.path)
                 )
             except (ConnectionRefusedError, FileNotFoundError):
+                why = (
+                    "forwarded: is its ssh -L still running?"
+                    if info.forwarded
+                    else "a stale socket: its Pi has exited or its session is restarting"
+                )
                 raise NoRelayFound(
-                    info.path.parent,
-                    f"{info.path.name} refuses connections (a stale socket: its Pi has exited "
-                    "or its session is restarting)",
+                    info.path.parent, f"{info.path.name} refuses connections ({why})"
                 ) from None
             except OSError as exc:
                 raise RelayConnectError(info.path, exc) from None
