@@ -205,12 +205,17 @@ class StandinSession:
 
             def done(finished: FlowHandle, request_id: str = request_id) -> None:
                 self._queue.finished(request_id)
-                if host.is_closed:  # the session ended: nothing is delivered, nothing opens
-                    return
                 result = finished.tool_result  # its own, or (disposed) the cancelled one
                 assert result is not None  # (it ended)
-                self._deliver(BackgroundAnswer(request_id=request_id, result=result))
-                self._open_next(host)
+                answer = BackgroundAnswer(request_id=request_id, result=result)
+
+                def deliver_and_go_on() -> None:
+                    if host.is_closed:  # the session ended: nothing is delivered, nothing opens
+                        return
+                    self._deliver(answer)
+                    self._open_next(host)
+
+                self._after_emit(deliver_and_go_on)
 
             handle.add_done_callback(done)
             return
@@ -261,10 +266,25 @@ class StandinSession:
             result = finished.tool_result  # the core's: completed, or aborted (cancelled)
             assert result is not None  # (it ended)
             # A completed cancel ends the agent's turn, as the real host does (ctx.abort()).
-            completed = finished.result is not None
-            self._send_result(ref, result, abort=completed and result.cancelled)
+            abort = finished.result is not None and result.cancelled
+            self._after_emit(lambda: self._send_result(ref, result, abort=abort))
 
         handle.add_done_callback(done)
+
+    @staticmethod
+    def _after_emit(callback: Callable[[], None]) -> None:
+        """Run ``callback`` once the host's current emit is over. A flow ends inside the submit
+        that completes it, and the host emits that submit's ``submit-result`` after the
+        ``completed``; the real host resumes the tool call only later (its promise settles on
+        a later tick), so the agent's result, an abort of its turn and the next queued form
+        never overtake a bridge's acknowledgement (a ``pi-ask try`` that stopped Pi on the
+        tool result could cut the ``submit-result`` off)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop (the server is gone): nothing is waiting for the order
+            callback()
+            return
+        loop.call_soon(callback)
 
     def _opened(self, ref: int, handle: FlowHandle, *, provided: bool = False) -> None:
         """Tell the extension the form is open, with the result its call returns if it is

@@ -87,7 +87,7 @@ async def test_a_provider_gets_the_request_and_a_submit_answers() -> None:
             "response": {"kind": "answer", "answers": {"q": {"values": ["b"]}}},
         }
         await link.send({"type": "submit", "data": submit})
-        completed, result, ack = [await link.read() for _ in range(3)]
+        completed, ack, result = [await link.read() for _ in range(3)]  # the ack first
         assert completed["channel"] == COMPLETED
         assert (result["type"], result["abort"]) == ("result", False)
         assert result["result"]["answers"]["q"]["values"] == ["b"]
@@ -149,7 +149,7 @@ async def test_a_cancel_ends_the_turn() -> None:
             "response": {"kind": "cancel"},
         }
         await link.send({"type": "submit", "data": cancel})
-        completed, result, ack = [await link.read() for _ in range(3)]
+        completed, ack, result = [await link.read() for _ in range(3)]  # ack, then the abort
         assert completed["channel"] == COMPLETED
         assert (result["type"], result["abort"]) == ("result", True)
         assert result["result"]["cancelled"] is True

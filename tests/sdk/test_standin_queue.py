@@ -86,20 +86,21 @@ async def test_background_calls_return_receipts_and_their_forms_open_one_at_a_ti
         await link.send({"type": "submit", "data": answer_of("bg1", "b")})
         completed = await expect_event(link, COMPLETED, "tool:bg1")
         assert completed["result"]["answers"]["q"]["values"] == ["b"]
+        ack = await link.read()  # the bridge's acknowledgement before anything goes on
+        assert (ack["channel"], ack["data"]["ok"]) == (SUBMIT_RESULT, True)
         answer = await link.read()
         assert answer["type"] == "answer"
         assert answer["customType"] == "ask:background-answer"
         assert answer["triggerTurn"] is True
         assert answer["text"].startswith("Background answer [bg1]:\n")
         assert answer["details"] == {"requestId": "bg1", "result": completed["result"]}
-        ack = await link.read()
-        assert (ack["channel"], ack["data"]["ok"]) == (SUBMIT_RESULT, True)
         started = await expect_event(link, STARTED, "tool:bg2")  # now, not before
         assert started["toolCallId"] == "bg2"
 
         cancel = {**answer_of("bg2", "a"), "response": {"kind": "cancel"}}
         await link.send({"type": "submit", "data": cancel})
         await expect_event(link, COMPLETED, "tool:bg2")
+        assert (await link.read())["channel"] == SUBMIT_RESULT
         answer = await link.read()
         assert (answer["type"], answer["triggerTurn"]) == ("answer", False)  # context only
         assert [e.flow_id for e in server.completed] == ["tool:bg1", "tool:bg2"]
@@ -124,8 +125,8 @@ async def test_a_disposed_background_form_reports_cancelled_and_the_next_opens()
         answer = await link.read()  # no completed: the form went away
         assert answer["type"] == "answer"
         assert answer["details"]["result"]["cancelled"] is True
-        await expect_event(link, STARTED, "tool:bg2")
         assert (await link.read())["type"] == "report"
+        await expect_event(link, STARTED, "tool:bg2")  # (started is emitted on the next tick)
         assert server.completed == []
 
 
@@ -167,8 +168,8 @@ async def test_a_queued_form_that_no_longer_opens_is_reported_and_the_next_opens
         assert "Cannot load preview file" in failed["details"]["error"]
         assert failed["text"].startswith("Background answer [bg2]:\nQuestion form failed: ")
         assert failed["triggerTurn"] is True
-        await expect_event(link, STARTED, "tool:bg3")
         assert (await link.read())["type"] == "report"
+        await expect_event(link, STARTED, "tool:bg3")
         assert [e.flow_id for e in server.completed] == ["tool:bg1"]
 
 
