@@ -38,7 +38,6 @@ from pi_ask_core import (
     decode_event,
 )
 
-from ._json import JsonObject
 from ._pending import SubmitBook
 from ._streams import ClientStream, StreamEnd, StreamSet
 from ._waiter import PendingSubmit
@@ -66,7 +65,7 @@ from .outcomes import (
     SubmitTicket,
     SubmitTimedOut,
 )
-from .responses import Response, UncheckedAnswer, _checked_builtins, check_pieces
+from .responses import Response, UncheckedAnswer, check_pieces
 from .transports.base import DecodedJsonTransport, EndReason, Transport, TransportFactory
 
 __all__ = ["DEFAULT_TIMEOUT", "BridgeClient", "ClientStream"]
@@ -292,7 +291,7 @@ class BridgeClient:
         when the session ended (``ConnectionLost``). ``request_id`` defaults to a fresh random
         id: ``request_id_prefix``, ``-`` and 128 bits from the OS as 32 hex digits.
         """
-        ticket, body = self._prepare(flow, response, request_id)
+        ticket = self._prepare(flow, response, request_id)
         rid, flow_id = ticket.request_id, ticket.flow_id
         try:
             send_decoded = self._send_decoded
@@ -301,9 +300,12 @@ class BridgeClient:
                     SubmitEvent(request_id=rid, flow_id=flow_id, response=response.to_wire())
                 )
             else:
-                assert body is not None  # (made by _prepare for a decoded-JSON transport)
-                payload = {"version": 1, "requestId": rid, "flowId": flow_id, "response": body}
-                # = msgspec.to_builtins(SubmitEvent(...)): see tests/sdk/test_responses.py
+                payload = {
+                    "version": 1,
+                    "requestId": rid,
+                    "flowId": flow_id,
+                    "response": response.to_builtins(),
+                }  # = msgspec.to_builtins(SubmitEvent(...)): see tests/sdk/test_responses.py
                 await send_decoded(payload, rid, flow_id)
         except BaseException:
             self._book.disarm(ticket._pending)
@@ -375,19 +377,13 @@ class BridgeClient:
         flow: FlowView[F],
         response: Response[F] | UncheckedAnswer[F],
         request_id: str | None,
-    ) -> tuple[SubmitTicket, JsonObject | None]:
-        """The checks made before sending, the armed waiter's ticket and, for a transport that
-        takes decoded JSON, the response as such (checked as it is built, in one walk)."""
+    ) -> SubmitTicket:
+        """The checks made before sending, and the armed waiter's ticket."""
         self._require("submit")
         flow_id = flow.flow_id
-        body: JsonObject | None = None
         if type(response) is UncheckedAnswer:
             if response.flow_id != flow_id:
                 raise FlowMismatch(flow_id, response.flow_id)
-            if self._send_decoded is not None:
-                body = response.to_builtins()
-        elif self._send_decoded is not None:
-            body = _checked_builtins(flow_id, response)
         else:
             check_pieces(flow_id, response)
         book = self._book
@@ -396,7 +392,7 @@ class BridgeClient:
         loop = self._loop
         assert loop is not None  # set by open(), checked by _require
         pending = book.arm(self, rid, flow_id, loop)
-        return SubmitTicket(rid, flow_id, response.kind, pending), body
+        return SubmitTicket(rid, flow_id, response.kind, pending)
 
     # --- internals ---
 

@@ -230,17 +230,10 @@ def check_pieces(flow_id: FlowId, response: Answer[F] | Cancel[F]) -> None:
     values) were taken from the flow ``flow_id``; run on every submit before sending. Raises
     ``InvalidArgument`` for an answer holding what no builder makes (a plain ``str`` put in
     with ``msgspec.structs.replace``)."""
-    _checked_builtins(flow_id, response)
-
-
-def _checked_builtins(flow_id: FlowId, response: Answer[F] | Cancel[F]) -> JsonObject:
-    """``check_pieces`` and ``response.to_builtins()`` in one walk over the response: what the
-    client sends on an in-process bus, checked as it is built."""
     if response.flow_id != flow_id:
         raise FlowMismatch(flow_id, response.flow_id, "response")
     if type(response) is Cancel:
-        return response.to_builtins()
-    answers: JsonObject = {}
+        return
     for qid, entry in response.answers:
         if not isinstance(qid, QuestionId) or not isinstance(entry, QuestionAnswer):
             raise InvalidArgument("submit", "response", "an Answer built by AnswerBuilder", qid)
@@ -251,8 +244,6 @@ def _checked_builtins(flow_id: FlowId, response: Answer[F] | Cancel[F]) -> JsonO
             _check_value(flow_id, qid, value)
         for value, _ in entry.option_notes:
             _check_value(flow_id, qid, value)
-        answers[str(qid)] = _builtins(entry)
-    return {"kind": "answer", "mode": response.mode, "answers": answers}
 
 
 def _check_value(flow_id: FlowId, qid: QuestionId[F], value: object) -> None:
