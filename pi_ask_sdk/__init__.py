@@ -9,9 +9,14 @@ async. ``to_json`` writes views, responses and outcomes in the wire's shape. Tes
 
 Every error the SDK raises is a ``PiAskError`` (``pi_ask_sdk.errors`` draws the tree), including
 the relay's (``NoRelayFound``, ``AmbiguousRelay``, ...), importable from here without loading the
-relay transport.
+relay transport. The test tooling (``pi_ask_sdk.testing``: ``FakeHost``, ``check_transport``, the
+pytest plugin, the stand-in host, the real-Pi kit) keeps its own errors in
+``pi_ask_sdk.testing.errors``.
 """
 
+from typing import TYPE_CHECKING
+
+from ._moved import moved_attribute
 from .client import DEFAULT_TIMEOUT, BridgeClient, ClientStream
 from .errors import (
     AmbiguousRelay,
@@ -39,8 +44,6 @@ from .errors import (
     NoRelayFound,
     OptionNoteProblem,
     PiAskError,
-    PiFailed,
-    PiNotInstalled,
     RelayConnectError,
     RelayError,
     RelayHandshakeError,
@@ -48,11 +51,7 @@ from .errors import (
     RelayPathTooLong,
     ResponseProblem,
     SelectProblem,
-    StandinError,
-    StandinInUse,
-    StandinPathTooLong,
     SubmitRefused,
-    TransportCheckFailed,
     TransportUnavailable,
     UnknownOption,
     UnknownQuestion,
@@ -110,7 +109,24 @@ from .serialise import (
 from .sync import SyncBridgeClient, SyncClientStream
 from .transports import EndReason, MemoryTransport, Transport, TransportFactory, TransportListener
 
+if not TYPE_CHECKING:  # a type checker reports a moved name: import it from its new module
+
+    def __getattr__(name: str) -> object:
+        return moved_attribute(__name__, name, _MOVED)
+
+
 __version__ = "0.1.0"
+
+_MOVED: dict[str, str] = {
+    # the test tooling's errors (deprecated here in 0.2.0)
+    "PiFailed": "pi_ask_sdk.testing.errors",
+    "PiNotInstalled": "pi_ask_sdk.testing.errors",
+    "StandinError": "pi_ask_sdk.testing.errors",
+    "StandinInUse": "pi_ask_sdk.testing.errors",
+    "StandinPathTooLong": "pi_ask_sdk.testing.errors",
+    "TransportCheckFailed": "pi_ask_sdk.testing.errors",
+}
+"""Names that left the root: where each lives now (they still resolve here, with a warning)."""
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -162,8 +178,6 @@ __all__ = [
     "OptionValue",
     "OptionView",
     "PiAskError",
-    "PiFailed",
-    "PiNotInstalled",
     "QuestionAnswer",
     "QuestionId",
     "QuestionView",
@@ -179,9 +193,6 @@ __all__ = [
     "SelectProblem",
     "Serialisable",
     "SessionEnded",
-    "StandinError",
-    "StandinInUse",
-    "StandinPathTooLong",
     "SubmitAccepted",
     "SubmitLost",
     "SubmitNotSent",
@@ -193,7 +204,6 @@ __all__ = [
     "SyncBridgeClient",
     "SyncClientStream",
     "Transport",
-    "TransportCheckFailed",
     "TransportFactory",
     "TransportListener",
     "TransportUnavailable",

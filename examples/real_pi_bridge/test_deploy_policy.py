@@ -6,7 +6,7 @@ import asyncio
 
 from deploy_policy import refuse_deploys
 
-from pi_ask_sdk.realpi import PiProcess
+from pi_ask_sdk.testing.realpi import PiProcess
 
 FORM = {
     "title": "Release 2.4.0",

@@ -54,7 +54,7 @@ def _cmd_relay_path(args: argparse.Namespace) -> int:
 
 
 def _cmd_standin_path(args: argparse.Namespace) -> int:
-    from pi_ask_sdk.standin import standin_extension_path
+    from pi_ask_sdk.testing.standin import standin_extension_path
 
     print(standin_extension_path())
     return 0

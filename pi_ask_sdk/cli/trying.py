@@ -1,6 +1,6 @@
 """``pi-ask try``: a real Pi with the relay and the stand-in host, waiting on a live form.
 
-It installs the pinned Pi from npm into the cache once (``pi_ask_sdk.realpi.install_pi``),
+It installs the pinned Pi from npm into the cache once (``pi_ask_sdk.testing.realpi.install_pi``),
 starts it headless (RPC mode, offline, its own agent directory) with the relay listening in the
 usual relay directory, so ``pi-ask answer``, ``pi-ask watch`` or your bridge
 (``BridgeClient.connect()``) find it. Headless, the host opens a form only while a bridge that
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TextIO
 
 from pi_ask_core import InvalidForm, parse_form
-from pi_ask_sdk.realpi import (
+from pi_ask_sdk.testing.realpi import (
     Flavour,
     PiFailed,
     PiNotInstalled,

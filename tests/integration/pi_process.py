@@ -1,9 +1,9 @@
-"""Our harness for a real Pi: the public kit ``pi_ask_sdk.realpi`` plus repo-only helpers.
+"""Our harness for a real Pi: the public kit ``pi_ask_sdk.testing.realpi`` plus repo-only helpers.
 
 The Pi flavours are the ones ``scripts/install-pi.sh`` installs under ``tests/integration``
 (``node/`` and ``node-legacy/``, the same layout as the kit's cache), so the kit finds them with
 ``locate_pi(flavour, tests/integration)``. The host in Pi is the shipped stand-in, whose every
-decision ``pi_ask_core.FlowHost`` makes in this test process (``pi_ask_sdk.standin``).
+decision ``pi_ask_core.FlowHost`` makes in this test process (``pi_ask_sdk.testing.standin``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from pi_ask_sdk import (
     ClientStream,
     FlowView,
 )
-from pi_ask_sdk.realpi import (
+from pi_ask_sdk.testing import UncheckedAnswer, unchecked_answer
+from pi_ask_sdk.testing.realpi import (
     FAUX_MODEL,
     WAIT,
     Flavour,
@@ -34,8 +35,7 @@ from pi_ask_sdk.realpi import (
     running_pi,
     single_question,
 )
-from pi_ask_sdk.standin import standin_extension_path
-from pi_ask_sdk.testing import UncheckedAnswer, unchecked_answer
+from pi_ask_sdk.testing.standin import standin_extension_path
 from pi_ask_sdk.transports.relay import relay_extension_path
 
 __all__ = [

@@ -19,7 +19,7 @@ from typing import Any, cast
 import pytest
 
 from pi_ask_sdk import Cancel, SubmitAccepted
-from pi_ask_sdk.realpi import PiRecord
+from pi_ask_sdk.testing.realpi import PiRecord
 from pi_ask_sdk.transports.relay import RelayTransport, relay_extension_path
 from tests.integration.pi_process import (
     TIMEOUT,

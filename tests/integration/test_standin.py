@@ -19,7 +19,7 @@ import msgspec
 import pytest
 
 from pi_ask_core import InvalidForm, parse_form
-from pi_ask_sdk.realpi import PiRecord
+from pi_ask_sdk.testing.realpi import PiRecord
 from tests.integration.pi_process import (
     TIMEOUT,
     PiEnv,
@@ -288,7 +288,7 @@ def commands_of(pi: PiProcess) -> set[str]:
 def test_the_extension_is_off_without_its_variable(
     pi_installation: PiEnv, shared_tmp: Path, tmp_path: Path
 ) -> None:
-    from pi_ask_sdk.standin import standin_extension_path
+    from pi_ask_sdk.testing.standin import standin_extension_path
 
     with running_pi(
         pi_installation,
@@ -306,7 +306,7 @@ def test_the_extension_is_off_without_its_variable(
 def test_the_extension_refuses_an_unsafe_socket_directory(
     pi_installation: PiEnv, shared_tmp: Path, tmp_path: Path
 ) -> None:
-    from pi_ask_sdk.standin import standin_extension_path
+    from pi_ask_sdk.testing.standin import standin_extension_path
 
     shared = make_private_dir(tmp_path / "shared", 0o755)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pi_ask_sdk.realpi import PiTui
+from pi_ask_sdk.testing.realpi import PiTui
 from tests.integration.pi_process import PiEnv, single_question
 from tests.integration.test_standin import RawRelay
 

@@ -1,9 +1,11 @@
-"""One error tree: everything pi-ask raises is a ``PiAskError``, drawn in ``pi_ask_sdk.errors``."""
+"""One error tree: everything pi-ask raises is a ``PiAskError``; ``pi_ask_sdk.errors`` draws the
+library's branch and ``pi_ask_sdk.testing.errors`` the test tooling's."""
 
 from __future__ import annotations
 
 import importlib
 import re
+import warnings
 from pathlib import Path
 
 import pytest
@@ -11,6 +13,7 @@ import pytest
 import pi_ask_sdk
 from pi_ask_core import PiAskError
 from pi_ask_sdk import errors
+from pi_ask_sdk.testing import errors as tooling_errors
 from pi_ask_sdk.transports.relay import (
     NoRelayFound,
     RelayPathMissing,
@@ -27,8 +30,11 @@ PUBLIC_MODULES = (
     "pi_ask_sdk.testing",
     "pi_ask_sdk.transports",
     "pi_ask_sdk.transports.relay",
-    "pi_ask_sdk.realpi",
+    "pi_ask_sdk.testing.errors",
+    "pi_ask_sdk.testing.realpi",
+    "pi_ask_sdk.testing.standin",
 )
+LIBRARY_MODULES = ("pi_ask_sdk.", "pi_ask_sdk.errors.", "pi_ask_sdk.transports.")
 
 
 def exported_exceptions() -> list[tuple[str, type[BaseException]]]:
@@ -49,21 +55,56 @@ def test_every_exported_exception_is_a_pi_ask_error() -> None:
     assert strays == []
 
 
-def test_the_tree_is_drawn_with_every_error_and_exported_from_pi_ask_sdk() -> None:
-    tree = errors.__doc__ or ""
+def test_the_tree_is_drawn_with_every_error() -> None:
+    trees = (errors.__doc__ or "") + (tooling_errors.__doc__ or "")
     for name, kind in exported_exceptions():
-        assert re.search(rf"(── |^    ){kind.__name__}\b", tree, re.MULTILINE), name
-        assert getattr(pi_ask_sdk, kind.__name__) is kind, name
+        assert re.search(rf"(── |^    ){kind.__name__}\b", trees, re.MULTILINE), name
 
 
-def test_old_import_paths_still_work() -> None:
-    from pi_ask_sdk import realpi
-    from pi_ask_sdk.transports import relay
+def test_the_library_exports_its_errors_from_the_root_and_the_tooling_keeps_its_own() -> None:
+    for name, kind in exported_exceptions():
+        if issubclass(kind, tooling_errors.ToolingError):
+            assert errors.BridgeError not in kind.__mro__, name
+            assert kind.__name__ not in pi_ask_sdk.__all__, name
+            assert kind.__module__ == "pi_ask_sdk.testing.errors", name
+        elif name.startswith(LIBRARY_MODULES):
+            assert getattr(pi_ask_sdk, kind.__name__) is kind, name
+            assert kind.__name__ not in tooling_errors.__all__, name
 
-    assert realpi.PiFailed is pi_ask_sdk.PiFailed
-    assert realpi.PiNotInstalled is pi_ask_sdk.PiNotInstalled
-    assert relay.UnsafeRelayPath is pi_ask_sdk.UnsafeRelayPath
-    assert issubclass(realpi.PiFailed, RuntimeError)  # as before the move
+
+def test_the_tooling_errors_keep_their_codes_and_builtin_bases() -> None:
+    assert issubclass(tooling_errors.PiFailed, RuntimeError)  # as before the move
+    assert issubclass(tooling_errors.PiNotInstalled, RuntimeError)
+    assert issubclass(tooling_errors.StandinPathTooLong, ValueError)
+    assert issubclass(tooling_errors.TransportCheckFailed, AssertionError)
+    assert tooling_errors.PiFailed("x").code == "pi_failed"
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "PiFailed",
+        "PiNotInstalled",
+        "StandinError",
+        "StandinInUse",
+        "StandinPathTooLong",
+        "TransportCheckFailed",
+    ],
+)
+def test_a_tooling_error_still_resolves_from_the_root_with_a_warning(name: str) -> None:
+    with pytest.warns(
+        DeprecationWarning, match=rf"pi_ask_sdk\.{name} is deprecated.*testing\.errors"
+    ):
+        moved = getattr(pi_ask_sdk, name)
+    assert moved is getattr(tooling_errors, name)
+    assert name not in pi_ask_sdk.__all__
+
+
+def test_an_unknown_root_name_is_still_an_attribute_error_without_a_warning() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+            getattr(pi_ask_sdk, "Nope")  # noqa: B009
 
 
 def test_a_missing_relay_path_is_typed_and_still_a_file_not_found(tmp_path: Path) -> None:

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from pi_ask_sdk import PiNotInstalled
-from pi_ask_sdk.realpi import install_pi, locate_pi
+from pi_ask_sdk.testing.errors import PiNotInstalled
+from pi_ask_sdk.testing.realpi import install_pi, locate_pi
 
 from .conftest import TIMEOUT
 
@@ -164,7 +164,7 @@ def test_npm_hanging_is_bounded_and_typed(
 def test_concurrent_first_installs_install_once(npm: Path, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     code = (
-        "import sys; from pathlib import Path; from pi_ask_sdk.realpi import install_pi; "
+        "import sys; from pathlib import Path; from pi_ask_sdk.testing.realpi import install_pi; "
         "print(install_pi('current', Path(sys.argv[1])).pi_cli)"
     )
     procs = [
@@ -187,7 +187,7 @@ def test_concurrent_first_installs_install_once(npm: Path, tmp_path: Path) -> No
 def test_the_script_installs_the_same_way(npm: Path, tmp_path: Path) -> None:
     """scripts/install-pi.sh runs this module as a script: a cache it made is the kit's."""
     cache = tmp_path / "cache"
-    script = ROOT / "pi_ask_sdk" / "realpi" / "_cache.py"
+    script = ROOT / "pi_ask_sdk" / "testing" / "realpi" / "_cache.py"
     done = subprocess.run(
         [sys.executable, "-I", str(script), "--cache", str(cache)],
         capture_output=True,

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pi_ask_sdk.standin import StandinServer
+from pi_ask_sdk.testing.standin import StandinServer
 
 from .conftest import TIMEOUT
 from .test_standin_server import FORM, Peer, peer

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from pi_ask_sdk.standin import ENV_SOCKET, StandinServer, standin_extension_path
+from pi_ask_sdk.testing.standin import ENV_SOCKET, StandinServer, standin_extension_path
 from pi_ask_sdk.transports.relay import UnsafeRelayPath
 
 from .conftest import TIMEOUT
@@ -203,7 +203,7 @@ def test_the_session_uses_its_server_through_the_public_seam_only() -> None:
     import ast
     import inspect
 
-    from pi_ask_sdk.standin import SessionOwner, _session
+    from pi_ask_sdk.testing.standin import SessionOwner, _session
 
     tree = ast.parse(inspect.getsource(_session))
     imported = {

@@ -147,7 +147,15 @@ def test_plugin_fixtures_work_without_any_async_plugin(tmp_path: Path) -> None:
         "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])),
     }
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "pi_ask_sdk.pytest_plugin", str(tmp_path)],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "pi_ask_sdk.testing.pytest_plugin",
+            str(tmp_path),
+        ],
         cwd=tmp_path,
         env=env,
         capture_output=True,

@@ -24,10 +24,10 @@ from pathlib import Path
 
 import pytest
 
-from pi_ask_sdk import PiNotInstalled, SubmitAccepted, SubmitLost
-from pi_ask_sdk.errors import StandinInUse, StandinPathTooLong
-from pi_ask_sdk.realpi import PiRecord, install_pi, locate_pi
-from pi_ask_sdk.standin import ENV_SOCKET, StandinServer, StandinThread
+from pi_ask_sdk import SubmitAccepted, SubmitLost
+from pi_ask_sdk.testing.errors import PiNotInstalled, StandinInUse, StandinPathTooLong
+from pi_ask_sdk.testing.realpi import PiRecord, install_pi, locate_pi
+from pi_ask_sdk.testing.standin import ENV_SOCKET, StandinServer, StandinThread
 from tests.integration.pi_process import (
     TIMEOUT,
     PiEnv,
@@ -80,7 +80,7 @@ def tool_end(pi: PiProcess, call_id: str, since: int, timeout: float) -> PiRecor
 
 _SERVER = """
 import sys
-from pi_ask_sdk.standin import StandinThread
+from pi_ask_sdk.testing.standin import StandinThread
 with StandinThread(sys.argv[1]):
     print("ready", flush=True)
     sys.stdin.read()
@@ -284,7 +284,7 @@ def test_two_pis_on_one_server_get_their_own_results(
 def test_a_pi_without_agent_idle_in_time_is_a_typed_error(
     pi_installation: PiEnv, shared_tmp: Path, tmp_path: Path
 ) -> None:
-    from pi_ask_sdk.realpi import PiFailed
+    from pi_ask_sdk.testing.realpi import PiFailed
 
     with (
         running_pi(pi_installation, tmp_path / "pi", shared_tmp=shared_tmp) as pi,

@@ -5,7 +5,7 @@ live Pis), ``_wire`` (envelopes, line decoding, the submit line), ``_connection`
 framing and handshake) and ``_transport`` (``RelayTransport``: delivery and reconnects). Its
 errors live in ``pi_ask_sdk.errors`` and are re-exported here.
 
-The relay (``pi_ask_sdk/relay/pi-ask-relay.ts``, loaded with ``pi -e "$(pi-ask relay-path)"``)
+The relay (``pi-ask-relay.ts`` beside this module, loaded with ``pi -e "$(pi-ask relay-path)"``)
 listens on a private Unix socket ``<relay dir>/pi-<pid>.sock`` and speaks JSON lines (wire
 protocol 1, see the relay's README):
 

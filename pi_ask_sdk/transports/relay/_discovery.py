@@ -248,7 +248,7 @@ def resolve_relay(
 
 def relay_extension_path() -> Path:
     """Absolute path of the shipped relay extension, for ``pi -e <path>``."""
-    found = resources.files("pi_ask_sdk") / "relay" / "pi-ask-relay.ts"
+    found = resources.files("pi_ask_sdk.transports.relay") / "pi-ask-relay.ts"
     if not isinstance(found, Path) or not found.is_file():
         raise RelayError(
             f"The relay extension is not a file on disk ({found}); install pi-ask-sdk unzipped."

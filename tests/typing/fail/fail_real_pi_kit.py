@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pi_ask_sdk import QuestionId
-from pi_ask_sdk.realpi import PiEnv, PiProcess, real_pi, running_pi
+from pi_ask_sdk.testing.realpi import PiEnv, PiProcess, real_pi, running_pi
 
 
 def misspelt_options(env: PiEnv, workdir: Path) -> None:

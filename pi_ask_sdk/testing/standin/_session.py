@@ -41,7 +41,7 @@ from ._link import decode_line, encode_line
 
 __all__ = ["SessionOwner", "StandinSession"]
 
-_log = logging.getLogger("pi_ask_sdk.standin")
+_log = logging.getLogger("pi_ask_sdk.testing.standin")
 
 
 class SessionOwner(Protocol):

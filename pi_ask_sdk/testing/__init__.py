@@ -44,17 +44,18 @@ from pi_ask_core import (
     decode_event,
 )
 from pi_ask_core import AskParams as AskParamsStruct
+from pi_ask_sdk._json import JsonValue
+from pi_ask_sdk.client import BridgeClient
+from pi_ask_sdk.errors import ConnectionLost
+from pi_ask_sdk.forms import F, FlowId, FlowView
+from pi_ask_sdk.responses import Answer, Cancel, Response, UncheckedAnswer, check_pieces
+from pi_ask_sdk.sync import SyncBridgeClient
+from pi_ask_sdk.transports.base import EndReason, TransportListener
+from pi_ask_sdk.transports.memory import MemoryTransport
 
 from ._conformance import CHECKS, check_transport
-from ._json import JsonValue
 from ._params import AskParams, AskParamsOption, AskParamsQuestion
-from .client import BridgeClient
-from .errors import ConnectionLost, TransportCheckFailed
-from .forms import F, FlowId, FlowView
-from .responses import Answer, Cancel, Response, UncheckedAnswer, check_pieces
-from .sync import SyncBridgeClient
-from .transports.base import EndReason, TransportListener
-from .transports.memory import MemoryTransport
+from .errors import TransportCheckFailed
 
 if TYPE_CHECKING:
     from pi_ask_wire import CompletedEvent as CompletedJSON

@@ -64,7 +64,7 @@ Modules: ``_link`` (the socket variable, JSON lines, trust checks), ``_session``
 
 from __future__ import annotations
 
-from pi_ask_sdk.errors import StandinError, StandinInUse, StandinPathTooLong
+from pi_ask_sdk.testing.errors import StandinError, StandinInUse, StandinPathTooLong
 
 from ._link import ENV_SOCKET, ENV_TIMEOUT, standin_extension_path
 from ._server import StandinServer

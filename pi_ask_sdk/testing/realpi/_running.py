@@ -8,8 +8,8 @@ from pathlib import Path
 
 from typing_extensions import TypedDict, Unpack
 
-from pi_ask_sdk._params import AskParams
-from pi_ask_sdk.standin import StandinThread
+from pi_ask_sdk.testing._params import AskParams
+from pi_ask_sdk.testing.standin import StandinThread
 
 from ._install import Flavour, PiEnv, install_pi, locate_pi
 from ._process import PiProcess

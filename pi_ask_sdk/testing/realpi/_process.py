@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, BinaryIO, Literal, cast
 from typing_extensions import Self, TypedDict, Unpack
 
 from pi_ask_core import AskResult
-from pi_ask_sdk._params import AskParams
 from pi_ask_sdk.client import BridgeClient
 from pi_ask_sdk.forms import FlowId
 from pi_ask_sdk.responses import Answer, Cancel, UncheckedAnswer
-from pi_ask_sdk.standin import StandinThread, standin_extension_path
+from pi_ask_sdk.testing._params import AskParams
+from pi_ask_sdk.testing.errors import PiFailed
+from pi_ask_sdk.testing.standin import StandinThread, standin_extension_path
 
-from ._errors import PiFailed
 from ._install import PiEnv
 from ._records import PiRecord, StandinReport, report_of
 

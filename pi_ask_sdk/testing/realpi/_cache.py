@@ -2,7 +2,7 @@
 verified against a manifest before every use.
 
 Standard library only: ``scripts/install-pi.sh`` runs this file as a script (``--help``), so the
-repository's tests and ``pi_ask_sdk.realpi.install_pi()`` install and check Pi the same way.
+repository's tests and ``pi_ask_sdk.testing.realpi.install_pi()`` install and check Pi the same way.
 
 A flavour's directory (``<cache>/node`` or ``<cache>/node-legacy``) holds the lock files it was
 installed from, ``node_modules`` and ``.pi-ask-manifest.json``: the sha256 of the lock files (the

@@ -13,14 +13,15 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from pi_ask_sdk.testing.errors import PiInstallProblem, PiNotInstalled
+
 from ._cache import FLAVOUR_DIRS, CacheFlavour, CacheProblem, ensure, npm_command, verify
-from ._errors import PiInstallProblem, PiNotInstalled
 
 __all__ = ["Flavour", "PiEnv", "default_cache_dir", "install_pi", "locate_pi"]
 
 Flavour = CacheFlavour
 
-_log = logging.getLogger("pi_ask_sdk.realpi")
+_log = logging.getLogger("pi_ask_sdk.testing.realpi")
 
 
 @dataclass(frozen=True)
@@ -112,5 +113,5 @@ def install_pi(
             command=error.command,
         ) from None
     if why is not None:
-        _log.info("pi_ask_sdk.realpi: installed Pi (%s) in %s: %s", flavour, directory, why)
+        _log.info("pi_ask_sdk.testing.realpi: installed Pi (%s) in %s: %s", flavour, directory, why)
     return locate_pi(flavour, directory.parent)

@@ -17,7 +17,8 @@ from typing import Literal
 
 from typing_extensions import Unpack
 
-from ._errors import PiFailed
+from pi_ask_sdk.testing.errors import PiFailed
+
 from ._install import PiEnv
 from ._process import WAIT, PiProcess
 from ._running import PiOptions

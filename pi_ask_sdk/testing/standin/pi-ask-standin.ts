@@ -1,6 +1,6 @@
 // pi-ask-standin.ts: a stand-in for the pi-agent-ask host extension, for trying and testing bridges
 // against a real Pi. It keeps NO protocol rule: every decision (form validation, the started payload,
-// submit checks, results) is made by pi_ask_core.FlowHost in a Python process (pi_ask_sdk.standin)
+// submit checks, results) is made by pi_ask_core.FlowHost in a Python process (pi_ask_sdk.testing.standin)
 // that this extension reaches over a private Unix socket. The extension only forwards.
 //
 // Never on by accident: it does nothing at all unless PI_ASK_STANDIN_SOCKET names the socket of a
@@ -28,7 +28,7 @@
 //   faux model `pi-ask-faux/scripted`: a user message "CALL <tool>[#<toolCallId>] <json>" makes it call
 //   <tool> with <json>; after a tool result it says "TOOL RESULT <tool>: <text>"; else "ECHO: <text>".
 //
-// Link protocol (JSON lines, this extension <-> Python), see pi_ask_sdk/standin/__init__.py.
+// Link protocol (JSON lines, this extension <-> Python), see pi_ask_sdk/testing/standin/__init__.py.
 
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import * as piAi from "@earendil-works/pi-ai";
@@ -43,7 +43,7 @@ const CH_EXTERNAL_UI = "pi-agent-ask:external-ui";
 const EMITTABLE = new Set(["pi-agent-ask:started", "pi-agent-ask:completed", "pi-agent-ask:submit-result"]);
 const COMMANDS = ["open", "cancel", "dispose", "list", "local", "complete"] as const;
 const MAX_LINE_BYTES = 256 * 1024 * 1024;
-const ENV_TIMEOUT = "PI_ASK_STANDIN_TIMEOUT"; // pi_ask_sdk.standin.ENV_TIMEOUT
+const ENV_TIMEOUT = "PI_ASK_STANDIN_TIMEOUT"; // pi_ask_sdk.testing.standin.ENV_TIMEOUT
 const DEFAULT_TIMEOUT_S = 10;
 
 /** How long the server may take to answer a request or a ping (seconds, PI_ASK_STANDIN_TIMEOUT). */

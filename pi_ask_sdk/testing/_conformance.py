@@ -32,10 +32,11 @@ from pi_ask_core import (
     SubmitRejection,
     decode_event,
 )
+from pi_ask_sdk.errors import ConnectionLost
+from pi_ask_sdk.transports.base import DecodedJsonTransport, EndReason, Transport
 
 from ._params import AskParams
-from .errors import ConnectionLost, TransportCheckFailed
-from .transports.base import DecodedJsonTransport, EndReason, Transport
+from .errors import TransportCheckFailed
 
 __all__ = ["CHECKS", "check_transport"]
 

@@ -7,12 +7,12 @@ verifies it against the manifest written then on every use (a broken install is 
 ``PiProcess`` starts Pi headless, with ``--mode rpc --no-extensions --no-session``, in an
 isolated, offline home (``HOME``, ``PI_CODING_AGENT_DIR``, its own relay directory), loads the
 relay and the host (the shipped stand-in, whose decisions ``pi_ask_core.FlowHost`` makes in this
-process through ``pi_ask_sdk.standin``, or your own ``pi-agent-ask`` checkout), sends RPC
+process through ``pi_ask_sdk.testing.standin``, or your own ``pi-agent-ask`` checkout), sends RPC
 commands and reads its records on a reader thread. Every wait has a deadline; ``stop()`` always
 cleans up. ``PiTui`` runs the same Pi in its interactive TUI under a pseudo-terminal, driven by
 keystrokes.
 
-For pytest, the plugin (``pi_ask_sdk.pytest_plugin``) turns this into the ``pi_ask_real_pi``
+For pytest, the plugin (``pi_ask_sdk.testing.pytest_plugin``) turns this into the ``pi_ask_real_pi``
 fixture, opt-in with ``--pi-ask-real-pi``. See docs/real-pi.md.
 
 Modules: ``_cache`` (the install cache: npm, manifest, verification; standard library only),
@@ -23,7 +23,8 @@ Modules: ``_cache`` (the install cache: npm, manifest, verification; standard li
 
 from __future__ import annotations
 
-from ._errors import PiFailed, PiInstallProblem, PiNotInstalled
+from pi_ask_sdk.testing.errors import PiFailed, PiInstallProblem, PiNotInstalled
+
 from ._install import Flavour, PiEnv, default_cache_dir, install_pi, locate_pi
 from ._process import FAUX_MODEL, WAIT, PiProcess, RelayOptions, make_private_dir
 from ._records import AskToolDetails, PiRecord, ReportIssue, StandinReport, ToolContent, ToolResult

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from pi_ask_core import CompletedEvent
-from pi_ask_sdk.errors import StandinError, StandinInUse, StandinPathTooLong
+from pi_ask_sdk.testing.errors import StandinError, StandinInUse, StandinPathTooLong
 from pi_ask_sdk.transports.relay import MAX_SOCKET_PATH
 
 from ._link import ENV_SOCKET, LINE_LIMIT, check_private_dir, decode_line, same_user
@@ -21,7 +21,7 @@ from ._session import StandinSession
 
 __all__ = ["StandinServer"]
 
-_log = logging.getLogger("pi_ask_sdk.standin")
+_log = logging.getLogger("pi_ask_sdk.testing.standin")
 
 
 class StandinServer:

@@ -1,0 +1,45 @@
+"""Old import paths that still work for one release, with a ``DeprecationWarning``.
+
+The shim modules (``pi_ask_sdk.standin``, ``pi_ask_sdk.realpi``, ``pi_ask_sdk.pytest_plugin``)
+call ``warn_moved_module`` once, when first imported; the root package's ``__getattr__`` calls
+``moved_attribute`` for a name that left the root. Both go in the release after next
+(CHANGELOG.md says which).
+"""
+
+from __future__ import annotations
+
+import importlib
+import warnings
+from collections.abc import Mapping
+
+__all__ = ["moved_attribute", "warn_moved_module"]
+
+REMOVED_IN = "0.3.0"
+
+
+def warn_moved_module(old: str, new: str) -> None:
+    """Warn that module ``old`` is now ``new`` (called by the shim ``old`` on its import)."""
+    warnings.warn(
+        f"{old} is deprecated: import {new} instead ({old} is removed in {REMOVED_IN}).",
+        DeprecationWarning,
+        # the line that imported the shim (warnings skips the import system's own frames)
+        stacklevel=3,
+    )
+
+
+def moved_attribute(package: str, name: str, moved: Mapping[str, str]) -> object:
+    """``package.name`` for a ``name`` that moved to module ``moved[name]``: warn, return it.
+
+    Raises:
+        AttributeError: ``name`` never was in ``package`` (as a module's ``__getattr__`` must).
+    """
+    module = moved.get(name)
+    if module is None:
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+    warnings.warn(
+        f"{package}.{name} is deprecated: import it from {module} "
+        f"(it leaves {package} in {REMOVED_IN}).",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return getattr(importlib.import_module(module), name)

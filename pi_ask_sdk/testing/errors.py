@@ -1,0 +1,137 @@
+"""The errors of the test tooling (``pi_ask_sdk.testing``), a branch of the one ``PiAskError``
+tree (``pi_ask_sdk.errors`` draws the bridge library's)::
+
+    PiAskError                         root (pi_ask_core.errors); catch it to handle them all
+    └── ToolingError                   everything pi_ask_sdk.testing raises
+        ├── StandinError               the stand-in host's server (testing.standin) cannot listen
+        │   ├── StandinPathTooLong     (also ValueError) longer than a Unix socket path may be
+        │   └── StandinInUse           a live stand-in server already answers at that path
+        ├── PiNotInstalled             (also RuntimeError) the real-Pi kit: no such Pi
+        ├── PiFailed                   (also RuntimeError) the real-Pi kit: Pi did not do it
+        └── TransportCheckFailed       (also AssertionError) check_transport: a check failed
+
+Each has a stable ``code`` (a ``Literal``). Bridges never meet these: only tests and the
+``pi-ask`` command do.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Literal
+
+from pi_ask_core import PiAskError
+from pi_ask_sdk.errors import MAX_SOCKET_PATH
+
+if TYPE_CHECKING:
+    from pathlib import Path  # only annotations: pathlib costs milliseconds to import
+
+__all__ = [
+    "PiFailed",
+    "PiInstallProblem",
+    "PiNotInstalled",
+    "StandinError",
+    "StandinInUse",
+    "StandinPathTooLong",
+    "ToolingError",
+    "ToolingErrorCode",
+    "TransportCheckFailed",
+]
+
+ToolingErrorCode = Literal[
+    "standin_unavailable", "pi_not_installed", "pi_failed", "transport_check_failed"
+]
+
+
+class ToolingError(PiAskError):
+    """Base of every error raised by ``pi_ask_sdk.testing`` (the stand-in host, the real-Pi
+    kit, ``check_transport``); catch it to handle them all."""
+
+    code: ToolingErrorCode
+
+
+# --- the stand-in host (pi_ask_sdk.testing.standin) ----------------------------------------------
+
+
+class StandinError(ToolingError):
+    """The stand-in host's server cannot listen (``path`` says where; the message why)."""
+
+    code: Literal["standin_unavailable"] = "standin_unavailable"
+
+    def __init__(self, path: Path, message: str) -> None:
+        self.path = path
+        super().__init__(message)
+
+
+class StandinPathTooLong(StandinError, ValueError):
+    """The stand-in's socket path is longer than a Unix socket path may be (107 bytes)."""
+
+    def __init__(self, path: Path) -> None:
+        size = len(os.fsencode(path))
+        super().__init__(
+            path,
+            f"The stand-in socket path {path} is {size} bytes, longer than the "
+            f"{MAX_SOCKET_PATH} bytes a Unix socket path may have. Give StandinServer a shorter "
+            "socket_path, or leave it out: the server then makes a private directory under "
+            "$XDG_RUNTIME_DIR, else the temporary directory (set TMPDIR to a shorter one).",
+        )
+
+
+class StandinInUse(StandinError):
+    """A live stand-in server already answers at the socket path (a stale socket is replaced)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(
+            path,
+            f"Another stand-in server answers at {path}: stop it, or give this one another "
+            "socket_path (a socket nothing answers at is replaced).",
+        )
+
+
+# --- the real-Pi test kit (pi_ask_sdk.testing.realpi) --------------------------------------------
+
+
+PiInstallProblem = Literal["not_installed", "stale", "npm_missing", "npm_failed", "npm_timeout"]
+"""Why Pi is not there: never installed, an install that does not verify (``stale``: missing,
+empty, truncated or changed files, other lock files), or npm missing, failing, or too slow."""
+
+
+class PiNotInstalled(ToolingError, RuntimeError):
+    """The requested Pi flavour is not installed or cannot be (the message says why).
+
+    ``problem`` names the cause, ``path`` the cache directory and ``command`` the npm command
+    that installs it (None where they do not apply)."""
+
+    code: Literal["pi_not_installed"] = "pi_not_installed"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        problem: PiInstallProblem = "not_installed",
+        path: Path | None = None,
+        command: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.problem: PiInstallProblem = problem
+        self.path = path
+        self.command = command
+
+
+class PiFailed(ToolingError, RuntimeError):
+    """Pi did not do what was expected in time (the message carries its stderr tail)."""
+
+    code: Literal["pi_failed"] = "pi_failed"
+
+
+# --- check_transport (pi_ask_sdk.testing) --------------------------------------------------------
+
+
+class TransportCheckFailed(ToolingError, AssertionError):
+    """A check of ``pi_ask_sdk.testing.check_transport`` failed: ``check`` names it."""
+
+    code: Literal["transport_check_failed"] = "transport_check_failed"
+
+    def __init__(self, check: str, problem: str) -> None:
+        self.check = check
+        self.problem = problem
+        super().__init__(f"Transport check {check!r} failed: {problem}.")
