@@ -9,9 +9,16 @@ The relay (``pi-ask-relay.ts`` beside this module, loaded with ``pi -e "$(pi-ask
 listens on a private Unix socket ``<relay dir>/pi-<pid>.sock`` and speaks JSON lines (wire
 protocol 1, see the relay's README):
 
-* relay -> client: ``hello`` (first line), ``event`` (``channel``, ``data``, ``replay``),
-  ``session_end`` (then EOF), ``error`` (a reply to bad client input);
-* client -> relay: ``{"type":"emit","channel":"pi-agent-ask:submit","data":...}``.
+* relay -> client: ``hello`` (first line), ``welcome`` (the reply to our hello), ``event``
+  (``channel``, ``data``, ``replay``), ``session_end`` (then EOF), ``error`` (a reply to bad
+  client input), ``ping`` (liveness) and ``goodbye`` (the last line of a dropped connection);
+* client -> relay: ``hello`` (our role, and ``pong`` when the relay pings), ``pong`` (the
+  reader's answer to every ``ping``), ``{"type":"emit","channel":"pi-agent-ask:submit",...}``.
+
+An answerer that has answered no ping for the relay's ``pingTimeoutMs`` is dropped (``goodbye``
+``unresponsive``, then EOF): the relay stops counting it, and what follows is what follows any
+lost connection (below), so a process that was stopped finds its view reset, its pending submits
+lost, and the forms still open replayed.
 
 Lines are split on ``b"\\n"`` only (JSON strings may hold U+2028/U+2029) and bounded in length.
 Envelopes decode straight into typed Structs; an event's ``data`` is kept as ``msgspec.Raw`` and
@@ -65,6 +72,7 @@ from ._transport import RelayTransport, discover
 from ._wire import (
     CLIENT_HELLO,
     DEFAULT_MAX_LINE_BYTES,
+    PING,
     PROTOCOL,
     RelayHello,
     RelayRole,
@@ -75,6 +83,7 @@ __all__ = [
     "CLIENT_HELLO",
     "DEFAULT_MAX_LINE_BYTES",
     "MAX_SOCKET_PATH",
+    "PING",
     "PROTOCOL",
     "AmbiguousRelay",
     "NoRelayFound",

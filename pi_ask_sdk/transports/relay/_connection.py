@@ -13,6 +13,8 @@ from pi_ask_core import SUBMIT_RESULT, Skipped, decode_event
 from pi_ask_sdk.errors import RelayHandshakeError
 
 from ._wire import (
+    PING,
+    PONG_LINE,
     PROTOCOL,
     RelayHello,
     RelayRole,
@@ -20,6 +22,8 @@ from ._wire import (
     _Envelope,
     _Error,
     _Event,
+    _Goodbye,
+    _Ping,
     _SessionEnd,
     _Welcome,
     encode_client_hello,
@@ -48,6 +52,8 @@ class _Owner(Protocol):
     def _session_end(self, conn: _Protocol, reason: str) -> None: ...
 
     def _connection_lost(self, conn: _Protocol) -> None: ...
+
+    def _ping_answered(self, conn: _Protocol) -> None: ...
 
 
 class _Protocol(asyncio.BufferedProtocol):
@@ -78,6 +84,8 @@ class _Protocol(asyncio.BufferedProtocol):
         self.ready: asyncio.Future[RelayHello] = asyncio.get_running_loop().create_future()
         self.ready.add_done_callback(_retrieve)
         self.session_end: str | None = None
+        # The reason the relay gave when it dropped us (its last line), else None.
+        self.goodbye: str | None = None
         self.lost = False
         self.writable: asyncio.Event = asyncio.Event()
         self.writable.set()
@@ -180,6 +188,21 @@ class _Protocol(asyncio.BufferedProtocol):
             self._event(envelope)
         elif not self.hello.done():
             self._greeting(envelope)
+        elif isinstance(envelope, _Ping):
+            # Answered here, in the reader: a bridge whose own code is slow (a person thinking,
+            # a handler awaiting) is alive; only a stopped or blocked event loop is silent.
+            transport = self.transport
+            if transport is not None and not transport.is_closing():
+                transport.write(PONG_LINE)
+                self.owner._ping_answered(self)
+        elif isinstance(envelope, _Goodbye):
+            self.goodbye = envelope.reason
+            log.warning(
+                "pi_ask_sdk.relay: relay %s dropped this connection (%s): %s",
+                self.path,
+                envelope.reason,
+                envelope.message,
+            )
         elif isinstance(envelope, _Welcome):
             self.welcome = envelope.role
             self._check_ready()
@@ -230,7 +253,7 @@ class _Protocol(asyncio.BufferedProtocol):
             if envelope.client_hello >= 1 and self.transport is not None:
                 # Say what we do; ``ready`` waits for the relay's welcome, so once ``open()``
                 # returns the relay counts us (an answerer makes a headless Pi open its forms).
-                self.transport.write(encode_client_hello(self.role))
+                self.transport.write(encode_client_hello(self.role, pong=envelope.ping >= PING))
             self._check_ready()
             return
         error = RelayHandshakeError(self.path, problem, retryable=False)

@@ -87,6 +87,7 @@ class RelayTransport:
         self._hello: RelayHello | None = None
         self._task: asyncio.Task[None] | None = None
         self._connections = 0
+        self._pings_answered = 0
 
     # --- introspection ---
 
@@ -113,6 +114,12 @@ class RelayTransport:
     def connections(self) -> int:
         """How many connections were made (1 + successful reconnects)."""
         return self._connections
+
+    @property
+    def pings_answered(self) -> int:
+        """How many liveness pings of the relay this transport answered, over all its
+        connections (the relay pings an answerer every ``hello.ping_ms``)."""
+        return self._pings_answered
 
     # --- Transport ---
 
@@ -261,6 +268,9 @@ class RelayTransport:
             listener.ended("session_ended")
         # The session is over whether or not the relay closes the socket: reconnect at once.
         conn.abort()
+
+    def _ping_answered(self, conn: _Protocol) -> None:
+        self._pings_answered += 1
 
     def _local_pid(self) -> int:
         """Pi's pid when it means something here: the hello came straight from the relay's own

@@ -18,6 +18,11 @@ PROTOCOL: Final = 1
 CLIENT_HELLO: Final = 1
 """The client hello this transport sends when the relay's hello announces it (``clientHello``)."""
 
+PING: Final = 1
+"""The liveness ping this transport answers: when the relay's hello announces it (``ping``), the
+client hello says ``"pong": 1`` and every ``{"type":"ping"}`` is answered with
+``{"type":"pong"}`` by the connection's reader, whatever the bridge's own code is doing."""
+
 RelayRole = Literal["answerer", "observer"]
 """What a client tells the relay it does: ``"answerer"`` answers forms (while one is connected,
 a headless Pi opens its forms for the relay), ``"observer"`` only watches (never makes a form
@@ -51,6 +56,12 @@ class RelayHello(
     """How many other connected clients answer forms (said so in their hello)."""
     observing: int = 0
     """How many other connected clients only observe (or said nothing)."""
+    ping: int = 0
+    """The liveness ping the relay sends (0: an older relay, or pings turned off)."""
+    ping_ms: int = msgspec.field(default=0, name="pingMs")
+    """How often the relay pings an answering client that answers pings (milliseconds)."""
+    ping_timeout_ms: int = msgspec.field(default=0, name="pingTimeoutMs")
+    """How long such a client may send nothing before the relay drops it (milliseconds)."""
 
 
 class _Welcome(
@@ -59,6 +70,20 @@ class _Welcome(
     """The relay's reply to our client hello: the role it now counts us in."""
 
     role: str = "observer"
+
+
+class _Ping(msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="type", tag="ping"):
+    """The relay asks whether we are alive: the reader answers at once."""
+
+
+class _Goodbye(
+    msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="type", tag="goodbye"
+):
+    """The relay's last line before it closes a connection it dropped (``unresponsive``: it
+    answered no ping in time)."""
+
+    reason: str = "unknown"
+    message: str = ""
 
 
 class _Event(msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="type", tag="event"):
@@ -83,7 +108,7 @@ class _Error(msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="typ
 
 # The envelopes hold only strings, numbers and raw JSON: never a cycle, so the garbage collector
 # need not track them (fewer tracked objects per line, fewer collections).
-_Envelope = RelayHello | _Event | _SessionEnd | _Error | _Welcome
+_Envelope = RelayHello | _Event | _SessionEnd | _Error | _Welcome | _Ping | _Goodbye
 
 _ENVELOPE: Final = msgspec.json.Decoder(_Envelope)
 _ENCODER: Final = msgspec.json.Encoder()
@@ -118,9 +143,17 @@ def _decode_envelope(line: bytes) -> _Envelope:
         return _ENVELOPE.decode(repaired)
 
 
-def encode_client_hello(role: RelayRole) -> bytes:
-    """Our hello: the role this connection takes."""
-    return _ENCODER.encode({"type": "hello", "version": CLIENT_HELLO, "role": role}) + b"\n"
+def encode_client_hello(role: RelayRole, *, pong: bool = False) -> bytes:
+    """Our hello: the role this connection takes, and (``pong``, when the relay pings) that we
+    answer pings."""
+    hello: dict[str, object] = {"type": "hello", "version": CLIENT_HELLO, "role": role}
+    if pong:
+        hello["pong"] = PING
+    return _ENCODER.encode(hello) + b"\n"
+
+
+PONG_LINE: Final = b'{"type":"pong"}\n'
+"""Our answer to a ``ping``."""
 
 
 def encode_emit(payload: SubmitEvent) -> bytes:

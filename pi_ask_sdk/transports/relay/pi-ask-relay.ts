@@ -8,7 +8,8 @@
 // written as each client reads it, and only a client that stops reading is dropped); one socket per
 // Pi process: <dir>/pi-<pid>.sock; listen on session_start, announce session_end and close on
 // session_shutdown (Pi calls the factory again for every new session). Headless, it is the host's
-// external-UI provider while a client that answers forms (said so in its hello) is connected.
+// external-UI provider while a client that answers forms (said so in its hello) is connected; an
+// answerer that answers pings and goes silent (a stopped process) no longer counts.
 // Only type imports from Pi, so loading the relay costs no extra module graph.
 
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
@@ -50,6 +51,29 @@ const GRACE_MS = graceMs(process.env.PI_ASK_RELAY_GRACE_MS);
 function graceMs(value: string | undefined): number {
 	const n = value === undefined || value.trim() === "" ? NaN : Number(value);
 	return Number.isFinite(n) && n >= 0 ? n : 5_000;
+}
+
+/** The version of the liveness ping this relay sends (announced as `ping` in its hello). */
+const PING = 1;
+/** How often an answerer that answers pings (`"pong": 1` in its hello) is pinged
+ * ($PI_ASK_RELAY_PING_MS, default 5 s; 0: never, and no answerer is ever taken for gone). */
+const PING_MS = pingMs(process.env.PI_ASK_RELAY_PING_MS);
+/** How long such an answerer may send nothing before it counts as gone; checked at each ping, so
+ * it is dropped between this and this plus one interval after it last sent anything
+ * ($PI_ASK_RELAY_PING_TIMEOUT_MS, default 15 s, at least two intervals). */
+const PING_TIMEOUT_MS = pingTimeoutMs(process.env.PI_ASK_RELAY_PING_TIMEOUT_MS, PING_MS);
+const PING_LINE = Buffer.from('{"type":"ping"}\n', "utf8");
+
+function pingMs(value: string | undefined): number {
+	const n = value === undefined || value.trim() === "" ? NaN : Number(value);
+	if (!Number.isFinite(n) || n < 0) return 5_000;
+	return n === 0 ? 0 : Math.max(10, n);
+}
+
+function pingTimeoutMs(value: string | undefined, interval: number): number {
+	const n = value === undefined || value.trim() === "" ? NaN : Number(value);
+	// Below two intervals a live client could be judged between its pong and the next ping.
+	return Math.max(Number.isFinite(n) && n > 0 ? n : 15_000, 2 * interval);
 }
 
 const SESSION_END_REASONS = new Set(["quit", "reload", "new", "resume", "fork"]);
@@ -224,6 +248,11 @@ class Client {
 	closed = false;
 	/** What the client said it does in its hello; a client that says nothing only observes. */
 	role: Role = "observer";
+	/** Its hello said it answers pings (`"pong": 1`): only such an answerer can be taken for gone
+	 * (an older client would not answer, and is kept as before). */
+	answersPings = false;
+	/** When anything last arrived from it: every byte shows the client is alive. */
+	private lastHeard = Date.now();
 	/** end() was called: no more lines, FIN once the queue is written. */
 	private ending = false;
 	// Outgoing lines not yet handed to the socket (backpressure: written chunk by chunk as the
@@ -387,6 +416,23 @@ class Client {
 		this.socket.destroy();
 	}
 
+	/** At each ping tick, for an answerer that answers pings: drops it (it loses its answerer
+	 * status now, and the grace rule applies) once it has sent nothing for PING_TIMEOUT_MS, unless it
+	 * is still reading a backlog of ours (its pong waits behind it); else pings it. */
+	checkAlive(now: number): void {
+		if (this.closed) return;
+		const reading = this.unsent() > 0 && now - this.lastProgress < PING_TIMEOUT_MS;
+		if (now - this.lastHeard < PING_TIMEOUT_MS || reading) {
+			this.writeLine(PING_LINE);
+			return;
+		}
+		const silent = now - this.lastHeard;
+		logErrorOnce("unresponsive", `dropped an answering client that answered no ping for ${silent} ms (a stopped or blocked process?)`);
+		// Said last, after everything queued: a process that resumes reads why, then EOF.
+		this.send({ type: "goodbye", reason: "unresponsive", message: `answered no ping for ${silent} ms (limit ${PING_TIMEOUT_MS} ms)` });
+		this.end();
+	}
+
 	/** Graceful close: write what is queued, then FIN (a stalled client is still dropped). */
 	end(): void {
 		if (this.closed) return;
@@ -400,6 +446,7 @@ class Client {
 
 	private onData(chunk: Buffer): void {
 		if (this.closed) return;
+		this.lastHeard = Date.now();
 		let start = 0;
 		while (start < chunk.length && !this.closed) {
 			const nl = chunk.indexOf(0x0a, start);
@@ -449,8 +496,9 @@ class Client {
 			this.onHello(m);
 			return;
 		}
+		if (m.type === "pong") return; // (its arrival was the point: see lastHeard)
 		if (m.type !== "emit") {
-			this.sendError("unknown_type", `unknown message type ${JSON.stringify(m.type)}; the client messages are "hello" and "emit"`);
+			this.sendError("unknown_type", `unknown message type ${JSON.stringify(m.type)}; the client messages are "hello", "emit" and "pong"`);
 			return;
 		}
 		if (typeof m.channel !== "string") {
@@ -478,6 +526,12 @@ class Client {
 			this.sendError("bad_message", 'a hello needs a "role": "answerer" or "observer"');
 			return;
 		}
+		const pong = m.pong ?? 0;
+		if (typeof pong !== "number" || !Number.isInteger(pong) || pong < 0) {
+			this.sendError("bad_message", 'a hello\'s "pong" must be an integer >= 0');
+			return;
+		}
+		this.answersPings = pong >= PING;
 		this.relay.setRole(this, m.role);
 		this.send({ type: "welcome", version: CLIENT_HELLO, role: m.role });
 	}
@@ -507,6 +561,7 @@ class Relay {
 	private answerers = 0;
 	private readonly provided = new Set<ProvidedForm>();
 	private graceTimer: NodeJS.Timeout | undefined;
+	private pingTimer: NodeJS.Timeout | undefined;
 	private readonly provider = {
 		version: 1 as const,
 		id: PROVIDER_ID,
@@ -601,6 +656,12 @@ class Relay {
 			this.keepAlive();
 			if (this.answerers === 0) this.startGrace();
 		});
+	}
+
+	/** Pings the answerers that answer pings, and drops those silent for too long. */
+	private pingAnswerers(): void {
+		const now = Date.now();
+		for (const c of [...this.clients]) if (c.role === "answerer" && c.answersPings) c.checkAlive(now);
 	}
 
 	/** The relay never keeps Pi alive, except while a form it provides waits for an answer: then
@@ -834,6 +895,17 @@ class Relay {
 			}
 		});
 		server.unref(); // the relay must never keep Pi alive
+		if (PING_MS > 0) {
+			const timer = setInterval(() => {
+				try {
+					this.pingAnswerers();
+				} catch (e) {
+					logErrorOnce("ping", `pinging clients failed: ${(e as Error)?.message ?? String(e)}`);
+				}
+			}, PING_MS);
+			timer.unref();
+			this.pingTimer = timer;
+		}
 	}
 
 	private onConnection(socket: net.Socket): void {
@@ -855,6 +927,11 @@ class Relay {
 			sessionId: this.sessionId,
 			// The client may say whether it answers forms (a client hello of this version).
 			clientHello: CLIENT_HELLO,
+			// An answerer whose hello says "pong" is pinged every pingMs and taken for gone after
+			// pingTimeoutMs of silence (ping 0: no pings).
+			ping: PING_MS > 0 ? PING : 0,
+			pingMs: PING_MS,
+			pingTimeoutMs: PING_TIMEOUT_MS,
 			// The other clients connected now, by role.
 			answering: this.answerers,
 			observing,
@@ -881,6 +958,10 @@ class Relay {
 		this.outstandingCount = 0;
 		this.failProvided("the pi-ask relay closed (session end)");
 		this.stopGrace();
+		if (this.pingTimer !== undefined) {
+			clearInterval(this.pingTimer);
+			this.pingTimer = undefined;
+		}
 		const reg = registry();
 		if (reg.current === this) reg.current = undefined;
 		const line = JSON.stringify({ type: "session_end", reason: SESSION_END_REASONS.has(reason) ? reason : "unknown" });
