@@ -12,6 +12,7 @@ each case takes seconds.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import queue
@@ -28,8 +29,18 @@ from typing import IO, Any
 
 import pytest
 
+from pi_ask_sdk import SubmitAccepted
 from pi_ask_sdk.testing.realpi import PiRecord
-from tests.integration.pi_process import TIMEOUT, PiEnv, PiProcess, running_pi, single_question
+from pi_ask_sdk.transports.relay import RelayTransport
+from tests.integration.pi_process import (
+    TIMEOUT,
+    PiEnv,
+    PiProcess,
+    choose,
+    next_flow,
+    running_pi,
+    single_question,
+)
 from tests.integration.test_headless import call, completed_flows, tool_end
 
 pytestmark = pytest.mark.pi
@@ -210,6 +221,26 @@ def test_a_slow_person_behind_a_live_bridge_is_not_cut_off(pi: PiProcess, mode: 
     assert record["result"]["details"]["answers"]["q"]["values"] == ["b"]
     assert not [line for line in slow.stderr if "refused a message" in line]  # pongs are fine
     assert not [line for line in slow.stderr if "dropped this connection" in line]
+
+
+@pytest.mark.asyncio
+async def test_a_stopped_pi_does_not_take_its_bridges_for_gone(pi: PiProcess) -> None:
+    async with pi.client() as client:
+        flows = client.flows()
+        since = call(pi, "pi-stopped")
+        flow = await next_flow(flows, "tool:pi-stopped")
+        pi.kill(signal.SIGSTOP)  # the relay hears nothing while it does not run ...
+        try:
+            await asyncio.sleep(3 * PING_TIMEOUT_MS / 1000)  # ... for longer than the limit
+        finally:
+            pi.kill(signal.SIGCONT)
+        # (on resuming, Pi's timers run before it reads what arrived meanwhile)
+        outcome = await client.respond(flow, choose(flow, "a"), timeout=TIMEOUT)
+        assert isinstance(outcome, SubmitAccepted)
+        assert isinstance(client.transport, RelayTransport)
+        assert client.transport.connections == 1  # never dropped
+    record = tool_end(pi, "pi-stopped", since)
+    assert record["result"]["details"]["answers"]["q"]["values"] == ["a"]
 
 
 class Raw:

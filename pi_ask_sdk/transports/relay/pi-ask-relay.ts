@@ -63,6 +63,8 @@ const PING_MS = pingMs(process.env.PI_ASK_RELAY_PING_MS);
  * ($PI_ASK_RELAY_PING_TIMEOUT_MS, default 15 s, at least two intervals). */
 const PING_TIMEOUT_MS = pingTimeoutMs(process.env.PI_ASK_RELAY_PING_TIMEOUT_MS, PING_MS);
 const PING_LINE = Buffer.from('{"type":"ping"}\n', "utf8");
+/** Milliseconds on a clock that never jumps (silence is measured on it, not on the wall clock). */
+const monotonic = (): number => performance.now();
 
 function pingMs(value: string | undefined): number {
 	const n = value === undefined || value.trim() === "" ? NaN : Number(value);
@@ -251,8 +253,8 @@ class Client {
 	/** Its hello said it answers pings (`"pong": 1`): only such an answerer can be taken for gone
 	 * (an older client would not answer, and is kept as before). */
 	answersPings = false;
-	/** When anything last arrived from it: every byte shows the client is alive. */
-	private lastHeard = Date.now();
+	/** When anything last arrived from it (monotonic): every byte shows the client is alive. */
+	private lastHeard = monotonic();
 	/** end() was called: no more lines, FIN once the queue is written. */
 	private ending = false;
 	// Outgoing lines not yet handed to the socket (backpressure: written chunk by chunk as the
@@ -419,14 +421,17 @@ class Client {
 	/** At each ping tick, for an answerer that answers pings: drops it (it loses its answerer
 	 * status now, and the grace rule applies) once it has sent nothing for PING_TIMEOUT_MS, unless it
 	 * is still reading a backlog of ours (its pong waits behind it); else pings it. */
-	checkAlive(now: number): void {
+	checkAlive(now: number, deaf: number): void {
 		if (this.closed) return;
-		const reading = this.unsent() > 0 && now - this.lastProgress < PING_TIMEOUT_MS;
+		// `deaf`: how long the relay itself did not run since the last tick (Pi stopped, its loop
+		// blocked); nothing could be heard then, so it is nobody's silence.
+		this.lastHeard = Math.min(now, this.lastHeard + deaf);
+		const reading = this.unsent() > 0 && Date.now() - this.lastProgress < PING_TIMEOUT_MS;
 		if (now - this.lastHeard < PING_TIMEOUT_MS || reading) {
 			this.writeLine(PING_LINE);
 			return;
 		}
-		const silent = now - this.lastHeard;
+		const silent = Math.round(now - this.lastHeard);
 		logErrorOnce("unresponsive", `dropped an answering client that answered no ping for ${silent} ms (a stopped or blocked process?)`);
 		// Said last, after everything queued: a process that resumes reads why, then EOF.
 		this.send({ type: "goodbye", reason: "unresponsive", message: `answered no ping for ${silent} ms (limit ${PING_TIMEOUT_MS} ms)` });
@@ -446,7 +451,7 @@ class Client {
 
 	private onData(chunk: Buffer): void {
 		if (this.closed) return;
-		this.lastHeard = Date.now();
+		this.lastHeard = monotonic();
 		let start = 0;
 		while (start < chunk.length && !this.closed) {
 			const nl = chunk.indexOf(0x0a, start);
@@ -562,6 +567,7 @@ class Relay {
 	private readonly provided = new Set<ProvidedForm>();
 	private graceTimer: NodeJS.Timeout | undefined;
 	private pingTimer: NodeJS.Timeout | undefined;
+	private lastTick = monotonic();
 	private readonly provider = {
 		version: 1 as const,
 		id: PROVIDER_ID,
@@ -660,8 +666,12 @@ class Relay {
 
 	/** Pings the answerers that answer pings, and drops those silent for too long. */
 	private pingAnswerers(): void {
-		const now = Date.now();
-		for (const c of [...this.clients]) if (c.role === "answerer" && c.answersPings) c.checkAlive(now);
+		const now = monotonic();
+		// A tick later than its interval: the relay was not running for the difference (and on
+		// resuming, timers run before what arrived meanwhile is read).
+		const deaf = Math.max(0, now - this.lastTick - PING_MS);
+		this.lastTick = now;
+		for (const c of [...this.clients]) if (c.role === "answerer" && c.answersPings) c.checkAlive(now, deaf);
 	}
 
 	/** The relay never keeps Pi alive, except while a form it provides waits for an answer: then
@@ -896,6 +906,7 @@ class Relay {
 		});
 		server.unref(); // the relay must never keep Pi alive
 		if (PING_MS > 0) {
+			this.lastTick = monotonic();
 			const timer = setInterval(() => {
 				try {
 					this.pingAnswerers();
