@@ -253,7 +253,8 @@ class Client {
 	/** Its hello said it answers pings (`"pong": 1`): only such an answerer can be taken for gone
 	 * (an older client would not answer, and is kept as before). */
 	answersPings = false;
-	/** When anything last arrived from it (monotonic): every byte shows the client is alive. */
+	/** Its last sign of life (monotonic): anything arriving from it, or a backlog of ours that it
+	 * has read. */
 	private lastHeard = monotonic();
 	/** end() was called: no more lines, FIN once the queue is written. */
 	private ending = false;
@@ -266,7 +267,10 @@ class Client {
 	private currentOffset = 0;
 	private queuedBytes = 0;
 	private inFlight = 0; // chunks handed to the socket whose write callback has not run
-	private lastProgress = Date.now();
+	private lastProgress = monotonic();
+	/** More than SOCKET_HIGH_WATER was unsent: once it has all gone, the client has been reading
+	 * (no socket buffer holds that much), which is a sign of life as good as a pong. */
+	private backlogged = false;
 	private stallTimer: NodeJS.Timeout | undefined;
 
 	constructor(relay: Relay, socket: net.Socket) {
@@ -296,10 +300,11 @@ class Client {
 	 * encodeLine(); it is written as the client reads. */
 	writeLine(line: string | Buffer): void {
 		if (this.closed || this.ending || this.socket.destroyed) return;
-		if (this.unsent() === 0) this.lastProgress = Date.now(); // an idle client is not stalled
+		if (this.unsent() === 0) this.lastProgress = monotonic(); // an idle client is not stalled
 		const bytes = typeof line === "string" ? encodeLine(line) : line;
 		this.queue.push(bytes);
 		this.queuedBytes += bytes.length;
+		if (this.queuedBytes > SOCKET_HIGH_WATER) this.backlogged = true;
 		if (this.unsent() > MAX_QUEUED_BYTES) {
 			logErrorOnce("huge-client", `dropping a client whose unsent output exceeds ${MAX_QUEUED_BYTES} bytes`);
 			this.close();
@@ -355,8 +360,12 @@ class Client {
 			this.close();
 			return;
 		}
-		this.lastProgress = Date.now();
+		this.lastProgress = monotonic();
 		this.pump();
+		if (this.backlogged && this.unsent() === 0) {
+			this.backlogged = false;
+			this.lastHeard = Math.max(this.lastHeard, this.lastProgress);
+		}
 	}
 
 	/** Drops the client once it has held more than STALL_BYTES without reading for STALL_MS. */
@@ -377,7 +386,7 @@ class Client {
 						clearInterval(timer);
 						return;
 					}
-					if (this.unsent() > STALL_BYTES && Date.now() - this.lastProgress >= STALL_MS) {
+					if (this.unsent() > STALL_BYTES && monotonic() - this.lastProgress >= STALL_MS) {
 						logErrorOnce(
 							"slow-client",
 							`dropping a client that read nothing for ${STALL_MS} ms with ${this.unsent()} bytes unsent`,
@@ -419,14 +428,15 @@ class Client {
 	}
 
 	/** At each ping tick, for an answerer that answers pings: drops it (it loses its answerer
-	 * status now, and the grace rule applies) once it has sent nothing for PING_TIMEOUT_MS, unless it
-	 * is still reading a backlog of ours (its pong waits behind it); else pings it. */
+	 * status now, and the grace rule applies) once it has shown no sign of life for PING_TIMEOUT_MS
+	 * (sent nothing, and drained no backlog of ours), unless it is still reading a backlog (its
+	 * pong waits behind it); else pings it. */
 	checkAlive(now: number, deaf: number): void {
 		if (this.closed) return;
 		// `deaf`: how long the relay itself did not run since the last tick (Pi stopped, its loop
 		// blocked); nothing could be heard then, so it is nobody's silence.
 		this.lastHeard = Math.min(now, this.lastHeard + deaf);
-		const reading = this.unsent() > 0 && Date.now() - this.lastProgress < PING_TIMEOUT_MS;
+		const reading = this.unsent() > 0 && now - this.lastProgress < PING_TIMEOUT_MS + deaf;
 		if (now - this.lastHeard < PING_TIMEOUT_MS || reading) {
 			this.writeLine(PING_LINE);
 			return;
