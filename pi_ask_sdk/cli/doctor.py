@@ -108,9 +108,19 @@ async def _hello(path: Path) -> str:
         hello = transport.hello
         assert hello is not None
         about = f"Pi {hello.pi_version} (pid {hello.pid}) in {hello.cwd}, protocol {hello.protocol}"
-        return f"{about}; {_clients(hello)}"
+        return f"{about}; {_liveness(hello)}; {_clients(hello)}"
     finally:
         await transport.close()
+
+
+def _liveness(hello: RelayHello) -> str:
+    """How the relay tells that an answering client is gone (a stopped bridge)."""
+    if hello.ping < 1:
+        return "no liveness pings (an answering client counts while it is connected)"
+    return (
+        f"answering clients pinged every {hello.ping_ms / 1000:g} s, dropped after "
+        f"{hello.ping_timeout_ms / 1000:g} s of silence"
+    )
 
 
 def _clients(hello: RelayHello) -> str:

@@ -103,3 +103,5 @@ async def test_doctor_counts_the_answering_and_observing_clients_of_a_relay(
     check = check_for(report, pi.pid, "relay pi-{pid}.sock")
     assert check["status"] == "ok"
     assert check["detail"].endswith("clients: 2 answering, 1 observing")
+    # the relay's defaults, so a user whose bridge was dropped sees its limits
+    assert "answering clients pinged every 5 s, dropped after 15 s of silence" in check["detail"]

@@ -109,6 +109,8 @@ async def test_doctor_reports_the_relay_and_its_pi(relay: FakeRelay) -> None:
     _, text, err = await run_doctor(relay.directory)
     assert f"relay pi-{os.getpid()}.sock: Pi fake (pid {os.getpid()}) in /fake" in text, err
     assert "relay directory" in text
+    # a relay that does not ping: its answerers count while connected, however silent
+    assert "no liveness pings (an answering client counts while it is connected)" in text
 
 
 @pytest.mark.asyncio
