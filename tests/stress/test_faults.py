@@ -367,9 +367,13 @@ def test_a_corrupted_cache_is_named_reinstalled_and_runs_a_real_pi(
     copy = cache / installed.name
     try:
         cache.mkdir()
-        subprocess.run(["cp", "-al", str(installed), str(copy)], check=True, timeout=120)
+        # "/.": the contents, also when the installation is a symlink (a checkout sharing
+        # another's Pi): cp -a would copy the symlink, and the test would break the real Pi.
+        subprocess.run(["cp", "-al", f"{installed}/.", str(copy)], check=True, timeout=120)
         assert locate_pi(pi_installation.flavour, cache).version == pi_installation.version
         cli = copy / Path(pi_installation.pi_cli).relative_to(installed)
+        assert not copy.is_symlink()
+        assert cli.resolve().is_relative_to(copy.resolve())  # never the real installation's
         cli.unlink()  # replaced, not written through the link into the real install
         cli.write_bytes(b"")
         with pytest.raises(PiNotInstalled) as broken:
