@@ -201,7 +201,7 @@ async def test_a_dropped_connection_loses_its_pending_submit_and_says_why(
         await pongs.put(await read_json(reader))
         await hold(reader)
 
-    caplog.set_level(logging.WARNING, logger="pi_ask_sdk.relay")
+    caplog.set_level(logging.INFO, logger="pi_ask_sdk.relay")
     async with fake_relay(tmp_path, handler) as path:
         transport = RelayTransport(path, reconnect=reconnect)
         async with BridgeClient(transport) as client:
@@ -227,3 +227,5 @@ async def test_a_dropped_connection_loses_its_pending_submit_and_says_why(
                 assert list(client.open_flows) == []  # nothing was replayed
     [warning] = [r for r in caplog.records if "dropped this connection" in r.getMessage()]
     assert "unresponsive" in warning.getMessage()
+    if not reconnect:  # the reason it gave up says so
+        assert "the relay dropped the connection (unresponsive)" in caplog.text

@@ -291,6 +291,8 @@ class RelayTransport:
         alive = pid_alive(pid) if pid else True
         if not alive or not self._reconnect_enabled:
             why = "Pi has exited" if not alive else "the connection closed"
+            if conn.goodbye is not None:
+                why = f"the relay dropped the connection ({conn.goodbye})"
             self._give_up(why if conn.session_end is None else f"{why} (session ended)")
             return
         if conn.session_end is None:
