@@ -190,6 +190,37 @@ def test_a_stopped_bridge_ends_the_call_as_a_tool_error_after_the_limit_and_the_
     assert tool_end(pi, "after", since).get("isError") is True
 
 
+def wait_no_answerer(pi: PiProcess, timeout: float) -> None:
+    """Poll (the relay announces no change of its clients) until no answerer is counted."""
+    deadline = time.monotonic() + timeout
+    while pi.relay_clients()[0] != 0:
+        assert time.monotonic() < deadline, f"an answerer still counted after {timeout:g} s"
+        time.sleep(0.05)
+
+
+def test_a_stopped_bridge_that_resumes_within_the_grace_period_finds_its_form_again(
+    pi_installation: PiEnv, shared_tmp: Path, tmp_path: Path
+) -> None:
+    patient = {**LIMITS, "PI_ASK_RELAY_GRACE_MS": "60000"}
+    with (
+        running_pi(
+            pi_installation, tmp_path / "pi", shared_tmp=shared_tmp, extra_env=patient
+        ) as pi,
+        bridge("watch", pi) as stopped,
+    ):
+        since = call(pi, "resumed")
+        assert stopped.expect() == "flow tool:resumed"
+        stopped.signal(signal.SIGSTOP)
+        wait_no_answerer(pi, DROPPED_WITHIN + SLACK)  # dropped: the grace period runs
+        stopped.signal(signal.SIGCONT)
+        assert stopped.expect() == "ended session_ended"
+        assert stopped.expect() == "flow tool:resumed"  # replayed on its new connection
+        assert "tool:resumed" in pi.open_flow_ids()
+        stopped.close()  # (gone for good: the call ends when the grace period does)
+        assert pi.cancel_form("tool:resumed")
+        assert tool_end(pi, "resumed", since).get("isError") is False  # cancelled, not failed
+
+
 def test_a_bridge_that_blocks_past_the_limit_gets_its_late_submit_lost(pi: PiProcess) -> None:
     with bridge("block", pi) as blocked:
         since = call(pi, "blocked")
