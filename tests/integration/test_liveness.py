@@ -56,7 +56,7 @@ LIMITS = {
 }
 DROPPED_WITHIN = (PING_TIMEOUT_MS + PING_MS) / 1000
 """The documented bound: silent for the limit, noticed at the next ping."""
-SLACK = 3.0
+SLACK = 4.0
 """What a loaded machine may add (Pi's own event loop, the record reaching this process)."""
 STARTUP = 20.0
 """Bound for a bridge process to import and connect under a shared CPU."""

@@ -22,6 +22,7 @@ from tests.integration.test_liveness import (
     LIMITS,
     NO_ANSWERER,
     PING_TIMEOUT_MS,
+    SLACK,
 )
 
 from .test_relay_stress import MB, RawClient, big_form, raw_client
@@ -96,7 +97,7 @@ def test_an_answerer_that_reads_nothing_is_dropped_whatever_its_backlog(
         frozen.send(PONG_HELLO)  # then reads nothing: a stopped process with 10 MB waiting
         since = call(pi, "frozen-backlog")
         called = time.monotonic()
-        bound = DROPPED_WITHIN + GRACE_MS / 1000 + 3.0
+        bound = DROPPED_WITHIN + GRACE_MS / 1000 + SLACK
         record = tool_end(pi, "frozen-backlog", since, timeout=bound)
         assert time.monotonic() - called < bound
         assert record.get("isError") is True
