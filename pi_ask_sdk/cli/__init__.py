@@ -74,7 +74,7 @@ def _cmd_docs(args: argparse.Namespace) -> int:
 
 def _relay_args(parser: argparse.ArgumentParser) -> None:
     which = parser.add_mutually_exclusive_group()
-    which.add_argument("--pid", type=int, help="the Pi process to connect to")
+    which.add_argument("--pid", type=positive(int), help="the Pi process to connect to")
     which.add_argument("--socket", help="the relay socket to connect to")
 
 
@@ -111,8 +111,8 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
     return doctor(as_json=args.json, socket=None if args.socket is None else Path(args.socket))
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def _parser() -> CommandParser:
+    parser = CommandParser(
         prog="pi-ask",
         description="Bridges for Pi's ask forms: answer them with explicit option values.",
         epilog=TOP_EPILOG,
@@ -183,7 +183,9 @@ def _parser() -> argparse.ArgumentParser:
         "forms connects, its model asks with a live form",
     )
     try_.add_argument("--form", help="ask_user input as a JSON file ('-': stdin); default: a demo")
-    try_.add_argument("--count", type=int, default=1, help="forms to open, one after another")
+    try_.add_argument(
+        "--count", type=positive(int), default=1, help="forms to open, one after another"
+    )
     try_.add_argument(
         "--flavour",
         choices=("current", "legacy"),
@@ -192,6 +194,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     try_.add_argument("--host", help="your pi-agent-ask extension instead of the stand-in host")
     try_.set_defaults(run=_cmd_try)
+    parser.commands = dict(commands.choices)
     return parser
 
 
@@ -213,7 +216,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(argv: Sequence[str] | None) -> int:
     parser = _parser()
     try:
-        args = parser.parse_args(argv)
+        args, unknown = parser.parse_known_args(argv)
+        if unknown:  # the command's own usage error (argparse would word it as pi-ask's)
+            parser.commands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     except SystemExit as exit_:  # argparse: 0 after --help, 2 on a usage error
         code: object = exit_.code
         return code if isinstance(code, int) else EXIT_USAGE

@@ -12,6 +12,7 @@ from importlib import resources
 from pathlib import Path
 
 from .text import json_line
+from .usage import usage_error
 
 __all__ = ["guide_names", "guides_dir", "show_guide"]
 
@@ -44,8 +45,6 @@ def show_guide(name: str | None) -> int:
         return 0
     stem = name.removesuffix(".md")
     if stem not in names:
-        choices = ", ".join(names)
-        print(f"pi-ask docs: no guide {json_line(name)}; one of: {choices}", file=sys.stderr)
-        return 2
+        return usage_error("docs", f"no guide {json_line(name)}; one of: {', '.join(names)}")
     sys.stdout.write((directory / f"{stem}.md").read_text(encoding="utf-8"))
     return 0

@@ -32,22 +32,47 @@ from pi_ask_sdk.testing.realpi import (
 
 from .demo import DEMO_FORM
 from .text import clean, json_line
-from .usage import EXIT_FAILED, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE
+from .usage import EXIT_FAILED, EXIT_OK, EXIT_RUNTIME, usage_error
 
-__all__ = ["load_form", "run", "try_pi"]
+__all__ = ["FormUnreadable", "load_form", "run", "try_pi"]
 
 _POLL = 0.5
 """How often (s) the wait for a person's answer checks that Pi is still alive."""
 
 
+class FormUnreadable(ValueError):
+    """``--form`` names no readable JSON object; the message says which file and where."""
+
+
+def _form_name(source: str) -> str:
+    return "on stdin" if source == "-" else source
+
+
 def load_form(source: str | None) -> Mapping[str, object]:
-    """The ask_user input in file ``source`` (``-``: stdin), or the demo form."""
+    """The ask_user input in file ``source`` (``-``: stdin), or the demo form.
+
+    Raises ``FormUnreadable`` naming the file (and the line and column of a JSON error)."""
     if source is None:
         return DEMO_FORM
-    text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
-    form = json.loads(text)
+    name = _form_name(source)
+    try:
+        data = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
+    except OSError as error:
+        raise FormUnreadable(f"cannot read the form {source}: {error.strerror}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        why = f"{error.reason} at byte {error.start}"
+        raise FormUnreadable(f"the form {name} is not UTF-8: {why}") from None
+    try:
+        form = json.loads(text)
+    except json.JSONDecodeError as error:
+        where = f"line {error.lineno}, column {error.colno}"
+        raise FormUnreadable(f"the form {name} is not JSON: {where}: {error.msg}") from None
+    except RecursionError:
+        raise FormUnreadable(f"the form {name} is nested too deeply to read") from None
     if not isinstance(form, dict):
-        raise ValueError(f"{source}: ask_user input must be a JSON object")
+        raise FormUnreadable(f"the form {name} is not a JSON object (ask_user input is one)")
     return form
 
 
@@ -140,22 +165,17 @@ def run(form: str | None, count: int, flavour: Flavour, host: str | None) -> int
     exited; problems are a message on stderr, not a traceback."""
     try:
         params = load_form(form)
-    except (OSError, ValueError) as error:
-        print(f"pi-ask try: cannot read the form: {clean(str(error))}", file=sys.stderr)
-        return EXIT_USAGE
+    except FormUnreadable as error:
+        return usage_error("try", str(error))
     try:
         # The one rules engine decides, before Pi is installed or started.
         parse_form(params, cwd=Path.cwd())
     except InvalidForm as error:
-        print(f"pi-ask try: {clean(str(error), multiline=True)}", file=sys.stderr)
-        return EXIT_USAGE
-    if count < 1:
-        print("pi-ask try: --count must be at least 1", file=sys.stderr)
-        return EXIT_USAGE
+        name = "the demo form" if form is None else f"the form {_form_name(form)}"
+        return usage_error("try", f"{name} is invalid: {error}")
     host_path = Path(host).resolve() if host else None
     if host_path is not None and not host_path.exists():
-        print(f"pi-ask try: no such host extension: {host_path}", file=sys.stderr)
-        return EXIT_USAGE
+        return usage_error("try", f"no such host extension: {host_path}")
     try:
         return try_pi(form=params, count=count, flavour=flavour, host_extension=host_path)
     except (PiNotInstalled, PiFailed) as error:

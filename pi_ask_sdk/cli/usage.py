@@ -2,6 +2,10 @@
 description, examples and the exit statuses: ``CommandParser``), argument types, and error
 messages that name the command's flags.
 
+Every usage error, argparse's and the commands' own (an unreadable ``--form``, an unknown guide),
+is written one way (``usage_error``): ``pi-ask COMMAND: usage error: WHAT`` and a line pointing
+at ``pi-ask COMMAND --help``, on stderr, exit status 2.
+
 Exit statuses, the same for every subcommand: 0 done; 1 ran but nothing was accepted
 (``answer``, ``demo``), a check failed (``doctor``) or the form was refused or failed (``try``); 2
 usage error; 3 runtime error (no relay, several Pis and none chosen, unsafe relay path, lost
@@ -11,9 +15,10 @@ connection, Pi failed or exited); 130 interrupted (Ctrl-C).
 from __future__ import annotations
 
 import argparse
+import sys
 import textwrap
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, NoReturn, TypeVar
 
 from pi_ask_core import PiAskError
 
@@ -29,6 +34,7 @@ __all__ = [
     "VersionAction",
     "advice",
     "positive",
+    "usage_error",
 ]
 
 EXIT_OK: Final = 0
@@ -155,18 +161,44 @@ class CommandParser(argparse.ArgumentParser):
             self.description = textwrap.fill(description, 78)
         if self.epilog is None:
             self.epilog = _epilog(examples)
+        self.commands: dict[str, argparse.ArgumentParser] = {}
+        """``pi-ask``'s subcommands by name (the parser of ``pi-ask`` fills it in)."""
+
+    def error(self, message: str) -> NoReturn:
+        """argparse's usage errors, in the one format (``usage_error``), exit status 2."""
+        self.exit(EXIT_USAGE, _usage_text(self.prog, message))
 
 
-def positive(kind: Callable[[str], float]) -> Callable[[str], float]:
-    """An argparse ``type``: a number above 0 (a usage error otherwise)."""
+def _usage_text(prog: str, message: str) -> str:
+    from .text import clean
 
-    def parse(text: str) -> float:
+    # (what was typed may hold escape sequences: shown inert, as everything pi-ask prints)
+    what = clean(message, multiline=True)
+    return f"{prog}: usage error: {what}\n(`{prog} --help` shows its usage)\n"
+
+
+def usage_error(command: str | None, message: str) -> int:
+    """Write a usage error of ``pi-ask COMMAND`` (``None``: of ``pi-ask`` itself) to stderr,
+    in the format of every other; returns ``EXIT_USAGE`` for the command to return."""
+    sys.stderr.write(_usage_text("pi-ask" if command is None else f"pi-ask {command}", message))
+    return EXIT_USAGE
+
+
+N = TypeVar("N", int, float)
+
+
+def positive(kind: type[N]) -> Callable[[str], N]:
+    """An argparse ``type``: a number above 0 (``int``: a whole one), else a usage error worded
+    the same for every flag: ``argument --count: must be a whole number above 0, not '0'``."""
+    wanted = "a whole number" if kind is int else "a number"
+
+    def parse(text: str) -> N:
         try:
             value = kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-        if not value > 0:  # (also refuses nan)
-            raise argparse.ArgumentTypeError(f"must be more than 0, not {text}")
+            value = None
+        if value is None or not value > 0:  # (also refuses nan)
+            raise argparse.ArgumentTypeError(f"must be {wanted} above 0, not {text!r}")
         return value
 
     return parse

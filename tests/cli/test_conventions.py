@@ -86,10 +86,10 @@ def test_top_level_help_lists_every_command(capsys: pytest.CaptureFixture[str]) 
 
 def test_a_usage_error_is_2_and_says_what_is_wrong(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["answer", "--count", "many"]) == EXIT_USAGE
-    assert "argument --count: not a number: 'many'" in capsys.readouterr().err
+    assert "argument --count: must be a whole number above 0, not 'many'" in capsys.readouterr().err
     assert main(["answer", "--count", "0"]) == EXIT_USAGE
     assert main(["watch", "--duration", "nan"]) == EXIT_USAGE
-    assert "must be more than 0" in capsys.readouterr().err
+    assert "must be a number above 0" in capsys.readouterr().err
     assert main(["answer", "--pid", "1", "--socket", "/x"]) == EXIT_USAGE
     assert main(["no-such-command"]) == EXIT_USAGE
 
