@@ -191,14 +191,16 @@ def _process_checks(
             continue  # its relay is in our directory: the relay checks cover it
         if elsewhere:
             where = elsewhere[0]
+            # Another Pi (another sandbox, a CI job) is nothing wrong with this setup: a
+            # warning. With no relay here it may be why nothing is found: said so first.
+            none_here = "" if relays_here else " (where no relay listens)"
             checks.append(
                 Check(
-                    # With no relay here, this is why nothing is found; else only a note.
-                    "warn" if relays_here else "fail",
+                    "warn",
                     f"pi {pi.pid}",
-                    f"relay directory mismatch: its relay listens in {where.parent}, but "
-                    f"this shell looks in {directory}. Run with PI_ASK_RELAY_DIR={where.parent}"
-                    f" or pass --socket {where}",
+                    f"relay directory mismatch: its relay listens in {where.parent}, but this "
+                    f"shell looks in {directory}{none_here}. If this is the Pi you mean to reach, "
+                    f"run with PI_ASK_RELAY_DIR={where.parent} or pass --socket {where}",
                 )
             )
             continue
