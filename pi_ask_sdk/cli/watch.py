@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -27,7 +28,7 @@ from pi_ask_core import (
 from pi_ask_sdk.forms import FlowId, FlowView
 from pi_ask_sdk.outcomes import FlowCompleted
 from pi_ask_sdk.transports.base import EndReason
-from pi_ask_sdk.transports.relay import RelayTransport, discover_relays
+from pi_ask_sdk.transports.relay import RelayTransport, discover_relays, relay_dir
 
 from .render import render_completed, render_flow
 from .text import clean, echo, json_line
@@ -122,8 +123,13 @@ async def watch(
     broken = asyncio.Event()
     loop = asyncio.get_running_loop()
     deadline = None if duration is None else loop.time() + duration
+    how = ""
+    if directory is None:
+        directory = relay_dir()
+        explicit = os.environ.get("PI_ASK_RELAY_DIR")
+        how = "PI_ASK_RELAY_DIR; " if explicit else "the default relay directory; "
     if not as_json:
-        write(f"watching relays in {directory or 'the default relay directory'} (Ctrl-C stops)")
+        write(f"watching relays in {clean(str(directory))} ({how}Ctrl-C stops)")
     try:
         while deadline is None or loop.time() < deadline:
             for info in discover_relays(directory, known=watching):

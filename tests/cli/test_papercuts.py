@@ -201,3 +201,24 @@ def test_try_refuses_an_invalid_form_before_starting_pi(
     assert main(["try", "--form", str(form)]) == EXIT_USAGE
     assert "Malformed ask_user input" in capsys.readouterr().err
     assert not (tmp_path / "empty-cache").exists()
+
+
+@pytest.mark.parametrize("explicit", [True, False])
+def test_watch_names_the_directory_it_watches(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    explicit: bool,
+) -> None:
+    """Issue 27: it said "the default relay directory" even with PI_ASK_RELAY_DIR set."""
+    relays = tmp_path / "relays"
+    if explicit:
+        monkeypatch.setenv("PI_ASK_RELAY_DIR", str(relays))
+    else:
+        monkeypatch.delenv("PI_ASK_RELAY_DIR", raising=False)
+        monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+        relays = tmp_path / "pi-ask"
+    assert main(["watch", "--duration", "0.05"]) == EXIT_OK
+    first = capsys.readouterr().out.splitlines()[0]
+    how = "PI_ASK_RELAY_DIR" if explicit else "the default relay directory"
+    assert first == f"watching relays in {relays} ({how}; Ctrl-C stops)"
