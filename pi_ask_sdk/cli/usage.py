@@ -99,9 +99,15 @@ _COMMANDS: Final[Mapping[str, tuple[str | None, tuple[str, ...]]]] = {
         "another terminal, or your bridge; pi-ask watch only observes), and make its model open "
         "a form (the demo form, or --form, checked by pi_ask_core before Pi starts); each "
         "completed result is printed. Exit status 1 when the host refused the form or the call "
-        "failed (every answering bridge left), 3 when Pi failed or exited.",
+        "failed (every answering bridge left), 3 when Pi failed or exited. The first run "
+        "installs Pi with npm (needs npm and the npm registry; Ctrl-C stops it and removes what "
+        "it had written): about 380 MB into <cache>/node (Pi 1.6.0 with its own node 22), or "
+        "about 220 MB into <cache>/node-legacy (Pi 0.74.2 on the machine's node), where <cache> "
+        "is $PI_ASK_PI_CACHE, else $XDG_CACHE_HOME/pi-ask-sdk/pi, else ~/.cache/pi-ask-sdk/pi; "
+        "later runs only check it. Delete that directory to free the space.",
         (
             "pi-ask try",
+            "PI_ASK_PI_CACHE=/big/disk/pi pi-ask try    # install Pi elsewhere",
             "pi-ask try --form my-form.json --count 2",
             "pi-ask try --host ~/src/pi-agent-ask",
         ),
@@ -158,7 +164,7 @@ class CommandParser(argparse.ArgumentParser):
         description, examples = _COMMANDS.get(name, (None, ()))
         if self.description is None and description is not None:
             # (the raw formatter keeps the examples' layout, so the text is wrapped here)
-            self.description = textwrap.fill(description, 78)
+            self.description = textwrap.fill(description, 78, break_on_hyphens=False)
         if self.epilog is None:
             self.epilog = _epilog(examples)
         self.commands: dict[str, argparse.ArgumentParser] = {}

@@ -222,3 +222,29 @@ def test_watch_names_the_directory_it_watches(
     first = capsys.readouterr().out.splitlines()[0]
     how = "PI_ASK_RELAY_DIR" if explicit else "the default relay directory"
     assert first == f"watching relays in {relays} ({how}; Ctrl-C stops)"
+
+
+def test_try_help_says_where_pi_goes_its_size_and_pi_ask_pi_cache(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 27: a first ``pi-ask try`` downloads Pi; its help said neither where nor how much."""
+    from pi_ask_sdk.realpi import default_cache_dir
+
+    assert main(["try", "--help"]) == EXIT_OK
+    text = " ".join(capsys.readouterr().out.split())  # (as wrapped lines read)
+    assert "about 380 MB" in text  # du -sh of an install of Pi 1.6.0 with its node 22: 377M
+    assert "about 220 MB" in text  # Pi 0.74.2 (legacy; the machine's node): 219M
+    assert "PI_ASK_PI_CACHE" in text
+    assert "$XDG_CACHE_HOME/pi-ask-sdk/pi" in text
+    assert "~/.cache/pi-ask-sdk/pi" in text
+    assert "<cache>/node " in text
+    assert "<cache>/node-legacy" in text
+    assert "npm" in text
+    # what the help says is what the code does
+    monkeypatch.delenv("PI_ASK_PI_CACHE", raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    assert default_cache_dir() == Path.home() / ".cache" / "pi-ask-sdk" / "pi"
+    monkeypatch.setenv("XDG_CACHE_HOME", "/x")
+    assert default_cache_dir() == Path("/x/pi-ask-sdk/pi")
+    monkeypatch.setenv("PI_ASK_PI_CACHE", "/y")
+    assert default_cache_dir() == Path("/y")
