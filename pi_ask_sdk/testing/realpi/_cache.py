@@ -235,15 +235,19 @@ def _run_npm(npm: str, cwd: Path, directory: Path, timeout: float) -> None:
     try:
         output, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
+        _stop_group(proc)
         raise CacheProblem(
             "npm_timeout",
             directory,
             f"npm ci did not finish in {timeout:g} s (is the npm registry reachable?)",
             npm_command(npm),
         ) from None
+    except BaseException:
+        # Ctrl-C (KeyboardInterrupt) or any other way out: npm runs in a session of its own, so
+        # the terminal's SIGINT never reached it; left alone it would go on writing into the
+        # temporary directory (~30 s) after that directory is removed and this process is gone.
+        _stop_group(proc)
+        raise
     if proc.returncode != 0:
         raise CacheProblem(
             "npm_failed",
@@ -251,6 +255,30 @@ def _run_npm(npm: str, cwd: Path, directory: Path, timeout: float) -> None:
             f"npm ci failed (exit status {proc.returncode}):\n{output.rstrip()}\n",
             npm_command(npm),
         )
+
+
+_TERM_GRACE = 2.0
+"""Seconds npm gets to exit on SIGTERM before its process group is killed."""
+
+
+def _stop_group(proc: subprocess.Popen[str]) -> None:
+    """End npm and every process it started (its process group), within a bounded time: SIGTERM,
+    then SIGKILL after ``_TERM_GRACE`` seconds; then reap it."""
+    for sig, grace in ((signal.SIGTERM, _TERM_GRACE), (signal.SIGKILL, None)):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        try:
+            # (communicate, not wait: it drains the pipe npm may be blocked writing to)
+            proc.communicate(timeout=grace if grace is not None else _TERM_GRACE)
+        except subprocess.TimeoutExpired:
+            continue
+        except KeyboardInterrupt:  # a second Ctrl-C: stop waiting, kill at once
+            pass
+        break
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)  # what npm started and left behind when it exited
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=_TERM_GRACE)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
