@@ -36,6 +36,9 @@ from .usage import EXIT_FAILED, EXIT_OK, EXIT_RUNTIME, usage_error
 
 __all__ = ["FormUnreadable", "load_form", "run", "try_pi"]
 
+_INSTALL_SIZE: Mapping[Flavour, str] = {"current": "380 MB", "legacy": "220 MB"}
+"""``du -sh`` of an install (Pi 1.6.0 with node 22; Pi 0.74.2), as ``pi-ask try --help`` says."""
+
 _POLL = 0.5
 """How often (s) the wait for a person's answer checks that Pi is still alive."""
 
@@ -98,18 +101,23 @@ def try_pi(
     flavour: Flavour = "current",
     install: bool = True,
     host_extension: Path | None = None,
-    out: TextIO = sys.stdout,
+    out: TextIO | None = None,
     on_ready: Callable[[PiProcess], None] | None = None,
 ) -> int:
     """Run ``pi-ask try``; returns the exit status (0 once ``count`` forms completed)."""
     from pi_ask_sdk.transports.relay import relay_dir
 
-    say: Callable[[str], None] = lambda text: print(text, file=out, flush=True)  # noqa: E731
+    stream = sys.stdout if out is None else out  # (now: a default would bind it at import)
+    say: Callable[[str], None] = lambda text: print(text, file=stream, flush=True)  # noqa: E731
     if install:
         try:
             env = locate_pi(flavour)
-        except PiNotInstalled:
-            say(f"installing the pinned Pi ({flavour}) from npm into the cache (once) ...")
+        except PiNotInstalled as missing:
+            size = _INSTALL_SIZE[flavour]
+            say(
+                f"installing the pinned Pi ({flavour}, about {size}) from npm into "
+                f"{missing.path} (once; PI_ASK_PI_CACHE moves it; Ctrl-C stops) ..."
+            )
             env = install_pi(flavour)
     else:
         env = locate_pi(flavour)

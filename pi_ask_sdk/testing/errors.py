@@ -90,9 +90,12 @@ class StandinInUse(StandinError):
 # --- the real-Pi test kit (pi_ask_sdk.testing.realpi) --------------------------------------------
 
 
-PiInstallProblem = Literal["not_installed", "stale", "npm_missing", "npm_failed", "npm_timeout"]
+PiInstallProblem = Literal[
+    "not_installed", "stale", "npm_missing", "npm_failed", "npm_timeout", "cache_unusable"
+]
 """Why Pi is not there: never installed, an install that does not verify (``stale``: missing,
-empty, truncated or changed files, other lock files), or npm missing, failing, or too slow."""
+empty, truncated or changed files, other lock files), npm missing, failing, or too slow, or a
+cache directory that cannot be created or written (``cache_unusable``)."""
 
 
 class PiNotInstalled(ToolingError, RuntimeError):

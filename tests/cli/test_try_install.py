@@ -117,7 +117,10 @@ def test_ctrl_c_during_the_first_install_stops_npm_and_removes_its_directory(
             if pid and not is_gone(pid):
                 os.kill(pid, signal.SIGKILL)
     assert proc.returncode == 130, err
-    assert "installing the pinned Pi (current) from npm" in out
+    assert (
+        f"installing the pinned Pi (current, about 380 MB) from npm into {cache / 'node'} (once; "
+        "PI_ASK_PI_CACHE moves it; Ctrl-C stops) ..."
+    ) in out
     assert err.strip().endswith("pi-ask try: interrupted"), err
     assert "Traceback" not in err
     assert took < PROMPT, f"{took:.1f} s after Ctrl-C"

@@ -161,6 +161,40 @@ def test_npm_hanging_is_bounded_and_typed(
     assert not (cache / "node").exists()
 
 
+@pytest.mark.parametrize("where", ["a file", "under a file"])
+def test_a_cache_that_cannot_be_created_is_named(
+    npm: Path,
+    tmp_path: Path,
+    where: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 27: an unusable PI_ASK_PI_CACHE gave a bare ``[Errno 20] Not a directory: ...``."""
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    cache = afile if where == "a file" else afile / "cache"
+    monkeypatch.setenv("PI_ASK_PI_CACHE", str(cache))
+    with pytest.raises(PiNotInstalled) as unusable:
+        install_pi("current")
+    assert unusable.value.problem == "cache_unusable"
+    assert unusable.value.path == cache / "node"
+    message = str(unusable.value)
+    assert message.startswith(
+        f"Pi (current) could not be installed: the cache directory {cache / 'node'} cannot be "
+        "created or written: "
+    ), message
+    assert "Not a directory" in message or "File exists" in message
+    assert f"PI_ASK_PI_CACHE={cache}" in message
+    assert runs(npm) == 0
+    # pi-ask try says the same, as a runtime error
+    from pi_ask_sdk.cli import main
+
+    assert main(["try"]) == 3
+    err = capsys.readouterr().err
+    assert err.startswith("pi-ask try: Pi (current) could not be installed: the cache directory ")
+    assert "Errno" not in err
+
+
 def test_concurrent_first_installs_install_once(npm: Path, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     code = (

@@ -41,8 +41,10 @@ __all__ = [
 ]
 
 CacheFlavour = Literal["current", "legacy"]
-Problem = Literal["not_installed", "stale", "npm_missing", "npm_failed", "npm_timeout"]
-"""``pi_ask_sdk.errors.PiInstallProblem`` (this module imports nothing of the package; mypy
+Problem = Literal[
+    "not_installed", "stale", "npm_missing", "npm_failed", "npm_timeout", "cache_unusable"
+]
+"""``pi_ask_sdk.testing.errors.PiInstallProblem`` (this module imports nothing of the package; mypy
 checks that the two agree where ``install_pi`` passes one on as the other)."""
 
 FLAVOUR_DIRS: dict[CacheFlavour, str] = {"current": "node", "legacy": "node-legacy"}
@@ -143,15 +145,32 @@ def verify(directory: Path, flavour: CacheFlavour) -> str | None:
 
 
 @contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
+def _locked(directory: Path) -> Iterator[None]:
+    """Holds the lock file beside ``directory`` (creating the cache's directory first)."""
     import fcntl
 
-    with path.open("a") as handle:
+    try:
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        handle = (directory.parent / f".{directory.name}.lock").open("a")
+    except OSError as error:
+        raise _unusable(directory, error) from None
+    with handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _unusable(directory: Path, error: OSError) -> CacheProblem:
+    why = error.strerror or str(error)
+    where = f" ({error.filename})" if error.filename and error.filename != str(directory) else ""
+    return CacheProblem(
+        "cache_unusable",
+        directory,
+        f"the cache directory {directory} cannot be created or written: {why}{where}",
+        npm_command(),
+    )
 
 
 def ensure(
@@ -161,8 +180,9 @@ def ensure(
 
     Returns why it was (re)installed (None when nothing was done). Concurrent calls (other
     processes too) wait for each other on a lock file beside ``directory``. Raises
-    ``CacheProblem`` when ``npm`` is missing, fails or outlasts ``timeout`` seconds, or when a
-    fresh install does not verify."""
+    ``CacheProblem`` when ``npm`` is missing, fails or outlasts ``timeout`` seconds, when a
+    fresh install does not verify, or when the cache's directory cannot be created or written
+    (``cache_unusable``)."""
     why = verify(directory, flavour)
     if why is None:
         return None
@@ -174,8 +194,7 @@ def ensure(
             f"npm is not on PATH: install node and npm to install Pi ({why})",
             npm_command(),
         )
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(directory.parent / f".{directory.name}.lock"):
+    with _locked(directory):
         why = verify(directory, flavour)  # another process may have installed it meanwhile
         if why is None:
             return None
@@ -199,10 +218,16 @@ def _clear_leftovers(directory: Path) -> None:
 def _install(flavour: CacheFlavour, directory: Path, npm: str, timeout: float) -> None:
     """``npm ci`` into a temporary directory beside ``directory``, then swap it in."""
     parent = directory.parent
-    temporary = Path(tempfile.mkdtemp(prefix=f".{directory.name}.new-", dir=parent))
     try:
-        for name in _LOCKS:
-            shutil.copyfile(locks_dir(flavour) / name, temporary / name)
+        temporary = Path(tempfile.mkdtemp(prefix=f".{directory.name}.new-", dir=parent))
+    except OSError as error:
+        raise _unusable(directory, error) from None
+    try:
+        try:
+            for name in _LOCKS:
+                shutil.copyfile(locks_dir(flavour) / name, temporary / name)
+        except OSError as error:  # (a full disk, a quota)
+            raise _unusable(directory, error) from None
         _run_npm(npm, temporary, directory, timeout)
         manifest = _manifest(temporary, flavour, wanted_stamp(flavour))
         (temporary / MANIFEST).write_text(json.dumps(manifest, separators=(",", ":")))

@@ -99,15 +99,24 @@ def install_pi(
     file, other lock files) is installed again, once. Concurrent calls, other processes too,
     wait for each other on a lock file. Needs ``npm`` on PATH and the npm registry when it
     installs. Raises ``PiNotInstalled`` whose ``problem`` says why (``npm_missing``,
-    ``npm_failed`` with npm's output, ``npm_timeout`` after ``timeout`` seconds, ``stale``),
-    naming the cache directory (``path``) and the npm command (``command``).
+    ``npm_failed`` with npm's output, ``npm_timeout`` after ``timeout`` seconds, ``stale``,
+    ``cache_unusable`` when the cache directory cannot be created or written), naming the
+    cache directory (``path``) and the npm command (``command``).
     """
     directory = (cache_dir or default_cache_dir()) / FLAVOUR_DIRS[flavour]
     try:
         why = ensure(flavour, directory, timeout=timeout)
     except CacheProblem as error:
+        fix = ""
+        if error.problem == "cache_unusable":
+            chosen = os.environ.get("PI_ASK_PI_CACHE") if cache_dir is None else None
+            fix = (
+                f"; PI_ASK_PI_CACHE={chosen} chose it: point it at a directory you can write"
+                if chosen
+                else "; set PI_ASK_PI_CACHE to a directory you can write"
+            )
         raise PiNotInstalled(
-            f"Pi ({flavour}) could not be installed: {error}",
+            f"Pi ({flavour}) could not be installed: {error}{fix}",
             problem=error.problem,
             path=error.path,
             command=error.command,
