@@ -34,7 +34,7 @@ from .demo import DEMO_FORM
 from .text import clean, json_line
 from .usage import EXIT_FAILED, EXIT_OK, EXIT_RUNTIME, usage_error
 
-__all__ = ["FormUnreadable", "load_form", "run", "try_pi"]
+__all__ = ["FormUnreadable", "describe_failure", "load_form", "run", "try_pi"]
 
 _INSTALL_SIZE: Mapping[Flavour, str] = {"current": "380 MB", "legacy": "220 MB"}
 """``du -sh`` of an install (Pi 1.6.0 with node 22; Pi 0.74.2), as ``pi-ask try --help`` says."""
@@ -94,6 +94,43 @@ def _wait_tool_result(pi: PiProcess, call_id: str, since: int) -> PiRecord:
                 raise PiFailed(f"Pi exited; stderr:\n{pi.stderr_tail()}") from None
 
 
+def _said(result: object) -> str:
+    """What the model reads of a tool result: the text of its ``content``, shown inert."""
+    content = result.get("content") if isinstance(result, dict) else None
+    texts = [
+        item["text"]
+        for item in (content if isinstance(content, list) else [])
+        if isinstance(item, dict) and isinstance(item.get("text"), str)
+    ]
+    return clean(" ".join(texts), multiline=True) if texts else "(no text)"
+
+
+def describe_failure(record: PiRecord) -> str | None:
+    """What went wrong with an ``ask_user`` call, in words (None when it returned a result):
+    a tool error (e.g. every answering bridge left and the grace period ran out), a form the
+    host refused (its issues, one a line), or a result without details."""
+    result = record.get("result")
+    if record.get("isError"):
+        return f"the ask_user call failed (Pi's agent got a tool error): {_said(result)}"
+    details = result.get("details") if isinstance(result, dict) else None
+    if not isinstance(details, dict):
+        return f"the ask_user call returned no result details; Pi's agent read: {_said(result)}"
+    error = details.get("error")
+    if error is None:
+        return None
+    issues = error.get("issues") if isinstance(error, dict) else None
+    lines = [
+        f"- {clean(str(issue.get('path', '')))}: {clean(str(issue.get('message', '')))}"
+        for issue in (issues if isinstance(issues, list) else [])
+        if isinstance(issue, dict)
+    ]
+    if not lines:
+        lines = [f"- {_said(result)}"]
+    return "the host refused the form (Pi's agent got its invalid-input result):\n" + "\n".join(
+        lines
+    )
+
+
 def try_pi(
     *,
     form: Mapping[str, object],
@@ -147,14 +184,11 @@ def try_pi(
             flow_id = pi.call_ask_user(form, tool_call_id=f"try-{n}")
             say(f"A bridge is connected; Pi's model called ask_user: form {flow_id} opens.")
             record = _wait_tool_result(pi, flow_id.removeprefix("tool:"), since)
-            result = record.get("result")
-            details = result.get("details") if isinstance(result, dict) else None
-            if record.get("isError"):  # e.g. every answering bridge left (the grace period ran out)
-                say(f"the ask_user call failed: {json_line(result)}")
+            failed = describe_failure(record)
+            if failed is not None:
+                say(failed)
                 return EXIT_FAILED
-            if not isinstance(details, dict) or "error" in details:
-                say(f"ask_user refused the form: {json_line(result)}")
-                return EXIT_FAILED
+            details = record["result"]["details"]
             if details.get("cancelled") is True:
                 say(
                     f"{clean(flow_id)} ended cancelled: cancelled by the bridge (Pi then ends "

@@ -248,3 +248,49 @@ def test_try_help_says_where_pi_goes_its_size_and_pi_ask_pi_cache(
     assert default_cache_dir() == Path("/x/pi-ask-sdk/pi")
     monkeypatch.setenv("PI_ASK_PI_CACHE", "/y")
     assert default_cache_dir() == Path("/y")
+
+
+def test_try_says_in_words_what_failed() -> None:
+    """Issue 27: ``try`` printed a failed call as the raw tool-result JSON. (The tool error of
+    a real Pi: tests/integration/test_try_papercuts.py::test_a_failed_call_is_said_in_words.)"""
+    from pi_ask_sdk.cli.trying import describe_failure
+
+    refused = {
+        "type": "tool_execution_end",
+        "toolCallId": "try-1",
+        "isError": False,
+        "result": {
+            "content": [{"type": "text", "text": "Invalid ask_user payload"}],
+            "details": {
+                "cancelled": True,
+                "mode": "submit",
+                "questions": [],
+                "answers": {},
+                "error": {
+                    "kind": "invalid_input",
+                    "issues": [
+                        {"path": "questions[0].options", "message": "at least one option\x1b[2J"},
+                        {"path": "questions[1].id", "message": 'duplicate question id "a"'},
+                    ],
+                },
+            },
+        },
+    }
+    assert describe_failure(refused) == (  # type: ignore[arg-type]
+        "the host refused the form (Pi's agent got its invalid-input result):\n"
+        "- questions[0].options: at least one option\\u001b[2J\n"
+        '- questions[1].id: duplicate question id "a"'
+    )
+    failed = {"isError": True, "result": {"content": [{"type": "text", "text": "boom"}]}}
+    assert describe_failure(failed) == (  # type: ignore[arg-type]
+        "the ask_user call failed (Pi's agent got a tool error): boom"
+    )
+    assert describe_failure({"isError": True}) == (
+        "the ask_user call failed (Pi's agent got a tool error): (no text)"
+    )
+    bare = {"result": {"content": [{"type": "text", "text": "odd"}]}}
+    assert describe_failure(bare) == (  # type: ignore[arg-type]
+        "the ask_user call returned no result details; Pi's agent read: odd"
+    )
+    answered = {"result": {"content": [], "details": {"cancelled": False, "answers": {}}}}
+    assert describe_failure(answered) is None  # type: ignore[arg-type]

@@ -3,6 +3,7 @@ and the relay's advice for a shared relay directory."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -141,6 +142,27 @@ async def test_try_shows_a_bidi_override_and_controls_visibly(
     assert '"on\\u202e"' in out  # the value sent, told apart from "on"
     result = json.loads(out[out.index("ask_user result:\n") + len("ask_user result:\n") :])
     assert result["answers"]["deploy"]["values"] == ["on\u202e"]  # still the same JSON
+
+
+@pytest.mark.asyncio
+async def test_a_failed_call_is_said_in_words(pi_installation: PiEnv, tmp_path: Path) -> None:
+    """Issue 27: the answering bridge leaves and none comes back within the grace period: the
+    call ends as a tool error, which ``try`` printed as the raw tool-result JSON."""
+    with pi_ask_try(tmp_path) as run:
+        run.read_until(READY)
+        socket_path = Path(run.value(r"relay socket: (\S+)"))
+        async with BridgeClient(RelayTransport(socket_path)) as client:
+            await client.flows().next(timeout=TIMEOUT)
+        # The relay's grace period (5 s by default) runs out with nobody answering. (In a
+        # thread: this loop must go on running to close the bridge's socket.)
+        status, out, err = await asyncio.to_thread(run.finish)
+    assert status == 1, err
+    [line] = [line for line in out.splitlines() if "ask_user call failed" in line]
+    assert line == (
+        "the ask_user call failed (Pi's agent got a tool error): no pi-ask client that answers "
+        "forms has been connected to the relay for 5000 ms"
+    ), out
+    assert "{" not in out.split("ask_user call failed", 1)[1]  # no raw JSON
 
 
 def test_relay_in_a_shared_directory_advises_a_private_one(
