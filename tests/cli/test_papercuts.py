@@ -228,7 +228,7 @@ def test_try_help_says_where_pi_goes_its_size_and_pi_ask_pi_cache(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Issue 27: a first ``pi-ask try`` downloads Pi; its help said neither where nor how much."""
-    from pi_ask_sdk.realpi import default_cache_dir
+    from pi_ask_sdk.testing.realpi import default_cache_dir
 
     assert main(["try", "--help"]) == EXIT_OK
     text = " ".join(capsys.readouterr().out.split())  # (as wrapped lines read)
