@@ -6,7 +6,8 @@ reading, never sent). Free text is custom text only where the person says so (``
 Cancelling is its own explicit command, never inferred from what was typed.
 
 ``pi-ask answer`` asks in a daemon thread (``prompting.py``): Ctrl-C and end of input are
-never taken as an answer or a cancel, and forms not answered stay open in Pi.
+never taken as an answer or a cancel; nothing is sent for a form not answered (what becomes of
+it depends on how Pi runs: ``prompts.UNANSWERED``). The prompts' texts are in ``prompts.py``.
 """
 
 from __future__ import annotations
@@ -17,11 +18,12 @@ from collections.abc import Callable
 import msgspec
 
 from pi_ask_sdk.client import BridgeClient
-from pi_ask_sdk.errors import BridgeError
+from pi_ask_sdk.errors import BridgeError, ConnectionLost
 from pi_ask_sdk.forms import FlowView, OptionValue, QuestionView
 from pi_ask_sdk.responses import AnswerBuilder, Cancel, Response
 
-from .prompting import FormWatch, prompt_stdout
+from .prompting import FormWatch, PiGone, prompt_stdout
+from .prompts import FINAL, FINAL_CHOICES, UNANSWERED, choose_prompt, note_prompt
 from .render import render_flow, render_outcome, render_question
 from .text import clean, echo
 
@@ -71,10 +73,9 @@ def _ask_question(
     builder: AnswerBuilder, question: QuestionView, prompt: Prompt, write: Write, number: int
 ) -> None:
     write("\n".join(render_question(question, number)))
-    how = "numbers or values, comma-separated" if question.multi else "a number or a value"
     qid = clean(question.id)
     while True:
-        text = prompt(f"  {qid}> choose {how}; +text for custom text; Enter to skip: ")
+        text = prompt(choose_prompt(qid, multi=question.multi))
         if text.strip() == "!cancel":
             raise CancelRequested
         try:
@@ -86,7 +87,7 @@ def _ask_question(
             write(f"  ! {error}")
             continue
         break
-    note = prompt(f"  {qid}> note (Enter for none): ")
+    note = prompt(note_prompt(qid))
     if note.strip():
         builder.note(question, note)
 
@@ -102,11 +103,11 @@ def ask_person(flow: FlowView, prompt: Prompt = input, write: Write = echo) -> R
         for number, question in enumerate(flow.questions, start=1):
             _ask_question(builder, question, prompt, write, number)
         while True:
-            final = prompt("Submit (s), ask the agent to clarify first (e), or cancel (c)? ")
+            final = prompt(FINAL)
             choice = final.strip().lower()
-            if choice in ("s", "e", "c", "!cancel"):
+            if choice in FINAL_CHOICES or choice == "!cancel":
                 break
-            write("  ! type s, e or c")
+            write(f"  ! type {', '.join(FINAL_CHOICES)}")
     except CancelRequested:
         return Cancel.of(flow)
     if choice in ("c", "!cancel"):
@@ -129,9 +130,16 @@ async def answer_forms(
     completes before or while it is asked is skipped. ``record`` receives one dict per submit
     (``--json``). Returns how many forms were answered (accepted). ``limit`` stops after that
     many forms; end of input stops at once (nothing is sent for the form being asked).
+
+    Raises ``ConnectionLost`` when Pi exits or its relay stops, at once, also while the person
+    is being asked (nothing is sent for that form, and no line is waited for).
     """
     async with FormWatch(client) as watch:
-        return await _answer_each(client, watch, prompt, write, limit, timeout, record)
+        try:
+            return await _answer_each(client, watch, prompt, write, limit, timeout, record)
+        except PiGone:
+            pass
+    raise ConnectionLost("disconnected", "Pi exited or its relay stopped")
 
 
 async def _answer_each(
@@ -155,7 +163,7 @@ async def _answer_each(
             try:
                 response = await watch.ask(flow, ask, prompt, write)
             except EOFError:
-                write("end of input: stopped; forms not answered stay open in Pi")
+                write(f"end of input: stopped; {UNANSWERED}")
                 return accepted
             if response is None:
                 break
@@ -181,7 +189,7 @@ async def _answer_each(
         if limit is not None and handled >= limit:
             break
     else:
-        write("the connection to Pi ended (Pi exited or its relay stopped)")
+        raise PiGone  # the stream ends only when the connection is lost for good
     return accepted
 
 

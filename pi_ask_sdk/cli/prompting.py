@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import select
 import sys
 import threading
 from collections.abc import Callable
@@ -24,6 +25,7 @@ from .text import clean, echo, emit, json_line
 __all__ = [
     "FormGone",
     "FormWatch",
+    "PiGone",
     "in_daemon_thread",
     "prompt_stderr",
     "prompt_stdout",
@@ -40,21 +42,56 @@ class FormGone(Exception):
     """The form completed (or its session ended) while the person was answering it."""
 
 
+class PiGone(Exception):
+    """The connection to Pi ended for good (Pi exited or its relay stopped): nothing more can
+    be asked or sent, so no line is waited for."""
+
+
 class _StdinLines:
-    """Lines of file descriptor 0, read with ``os.read``.
+    """Lines of file descriptor 0, read with ``os.read``; a read can be given up (``wake``).
 
     The prompting thread is a daemon that may still be blocked reading when the command ends
     (Ctrl-C); had it gone through ``sys.stdin``, it would hold that buffer's lock and the
     interpreter would abort at exit. A terminal in canonical mode still edits the line.
+
+    A thread reading for a form that went away is woken (a byte on a pipe it also waits on) and
+    raises ``FormGone`` without taking a line: nobody has to press Enter for a form that is
+    gone, and the next form's prompt gets the next line. What was typed on a terminal for the
+    gone form and not yet sent with Enter is discarded.
     """
 
     def __init__(self) -> None:
         self._buffer = b""
         self._lock = threading.Lock()
+        self._local = threading.local()
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_w, False)
+
+    def give_up_when(self, stop: threading.Event) -> None:
+        """Reads of this thread raise ``FormGone`` once ``stop`` is set (and ``wake`` called)."""
+        self._local.stop = stop
+
+    def wake(self) -> None:
+        """Wake the reading thread so that it sees its ``stop``."""
+        with contextlib.suppress(BlockingIOError):  # (a wake already pending is enough)
+            os.write(self._wake_w, b"!")
 
     def readline(self) -> str:
+        stop: threading.Event | None = getattr(self._local, "stop", None)
         with self._lock:
             while b"\n" not in self._buffer:
+                if stop is not None and stop.is_set():
+                    _discard_typed_ahead()
+                    raise FormGone
+                try:
+                    ready, _, _ = select.select([0, self._wake_r], [], [])
+                except (OSError, ValueError):  # no stdin at all (closed fd 0)
+                    ready = [0]
+                if self._wake_r in ready:
+                    with contextlib.suppress(BlockingIOError):
+                        os.read(self._wake_r, 64)
+                    if 0 not in ready:
+                        continue
                 try:
                     chunk = os.read(0, 65536)
                 except OSError:  # no stdin at all (closed fd 0): nothing more will be typed
@@ -67,6 +104,15 @@ class _StdinLines:
                 self._buffer += chunk
             line, _, self._buffer = self._buffer.partition(b"\n")
             return line.decode("utf-8", "replace").removesuffix("\r")
+
+
+def _discard_typed_ahead() -> None:
+    """A line half-typed on a terminal for a form that is gone must not answer the next one."""
+    with contextlib.suppress(OSError, ImportError):
+        import termios
+
+        if os.isatty(0):
+            termios.tcflush(0, termios.TCIFLUSH)
 
 
 _STDIN = _StdinLines()
@@ -123,6 +169,7 @@ class FormWatch:
         self.why = ""
         self.stop = threading.Event()  # the form is gone; read by the prompting thread
         self.wake = asyncio.Event()  # the form is gone, or the person finished
+        self.pi_gone = asyncio.Event()  # the connection ended for good (for every form)
 
     async def __aenter__(self) -> FormWatch:
         events = self._client.events()
@@ -149,6 +196,9 @@ class FormWatch:
     def see(self, event: BridgeEvent) -> None:
         if event.kind == "completed" and event.flow_id == self.flow_id:
             self._mark(f"was completed meanwhile (source {event.source})")
+        elif event.kind == "session_ended" and event.reason == "disconnected":
+            self.pi_gone.set()
+            self._mark("is gone: Pi exited or its relay stopped")
         elif event.kind == "session_ended" and self.flow_id not in self._client.open_flows:
             # (a late session_ended must not stop a form the reconnection has replayed)
             self._mark("is gone: the Pi session ended")
@@ -157,6 +207,7 @@ class FormWatch:
         self.why = why
         self.stop.set()
         self.wake.set()
+        _STDIN.wake()  # a thread reading a line for this form gives up (prompt_stdout/stderr)
 
     def guard(self, prompt: Prompt) -> Prompt:
         stop = self.stop
@@ -175,25 +226,61 @@ class FormWatch:
         self, flow: FlowView, work: Callable[[Prompt], T], prompt: Prompt, write: Write
     ) -> T | None:
         """``work(guarded_prompt)`` in a daemon thread; ``None`` when the form went away while
-        the person answered (nothing of what they typed is used)."""
+        the person answered (nothing of what they typed is used). Raises ``PiGone`` as soon as
+        the connection ends for good, without waiting for the line of a prompt shown."""
         self.begin(flow)
-        asking = in_daemon_thread(lambda: work(self.guard(prompt)))
+        if self.pi_gone.is_set():
+            raise PiGone
+        stop = self.stop
+
+        def run() -> T:
+            _STDIN.give_up_when(stop)
+            return work(self.guard(prompt))
+
+        asking = in_daemon_thread(run)
         wake = self.wake
         asking.add_done_callback(lambda _: wake.set())
         await wake.wait()
+        gone = f"! {clean(flow.flow_id)} {self.why}"
         told = not asking.done()
         if told:
-            write(f"! {clean(flow.flow_id)} {self.why}; not asking it any more (press Enter)")
+            write(f"{gone}; not asking it any more")
         try:
-            result = await asking  # a prompt already shown still waits for its line
+            # A prompt reading fd 0 gives up at once; another prompt function (a test's) still
+            # has its line waited for, so that it does not answer the next form, unless Pi
+            # itself goes away meanwhile.
+            result = await self._line_or_pi_gone(asking)
+        except PiGone:
+            if not told:
+                write(f"{gone}; nothing sent")
+            raise
         except FormGone:
             if not told:
-                write(f"! {clean(flow.flow_id)} {self.why}; not asking it any more")
+                write(f"{gone}; not asking it any more")
+            if self.pi_gone.is_set():
+                raise PiGone from None
             return None
         if self.stop.is_set():
-            write(f"! {clean(flow.flow_id)} {self.why}; nothing sent")
+            write(f"{gone}; nothing sent")
+            if self.pi_gone.is_set():
+                raise PiGone
             return None
         return result
+
+    async def _line_or_pi_gone(self, asking: asyncio.Future[T]) -> T:
+        if asking.done():
+            return asking.result()
+        either = asyncio.Event()
+        asking.add_done_callback(lambda _: either.set())
+        gone = asyncio.ensure_future(self.pi_gone.wait())
+        gone.add_done_callback(lambda _: either.set())
+        try:
+            await either.wait()
+        finally:
+            gone.cancel()
+        if not asking.done():
+            raise PiGone
+        return asking.result()
 
 
 def terminal(*, as_json: bool) -> tuple[Prompt, Write, Record | None]:

@@ -22,6 +22,8 @@ from typing import Any, Final, NoReturn, TypeVar
 
 from pi_ask_core import PiAskError
 
+from .prompts import CHOOSE_MANY, CHOOSE_ONE, FINAL, NOTE
+
 __all__ = [
     "EXIT_CODES",
     "EXIT_FAILED",
@@ -29,6 +31,7 @@ __all__ = [
     "EXIT_OK",
     "EXIT_RUNTIME",
     "EXIT_USAGE",
+    "FORM_PROMPTS",
     "TOP_EPILOG",
     "CommandParser",
     "VersionAction",
@@ -62,6 +65,14 @@ _TOP_EXAMPLES: Final = (
     "pi-ask answer                    # answer a running Pi's forms here",
     "pi-ask docs relay                # the guide to reaching a real Pi",
 )
+
+FORM_PROMPTS: Final = (
+    CHOOSE_ONE.format(id="ID"),
+    CHOOSE_MANY.format(id="ID"),
+    NOTE.format(id="ID"),
+    FINAL,
+)
+"""``pi-ask answer``'s prompts as its help shows them (ID: the question's id)."""
 
 # command -> (description or None for the one-line help, examples)
 _COMMANDS: Final[Mapping[str, tuple[str | None, tuple[str, ...]]]] = {
@@ -120,8 +131,32 @@ _COMMANDS: Final[Mapping[str, tuple[str | None, tuple[str, ...]]]] = {
     "answer": (
         "Show each form of a running Pi and send what you choose: an option is picked by its "
         "number or its exact value (never its label); +text adds custom text; !cancel cancels "
-        "the form explicitly. Forms you do not answer stay open in Pi; a form answered "
-        "elsewhere meanwhile is not asked further. Exit status 1 when no form was accepted.",
+        "the form explicitly. A form answered elsewhere meanwhile is not asked further. Exit "
+        "status 1 when no form was accepted; 3 when Pi exits or its relay stops (at once, also "
+        "while a form is being asked: nothing is sent for it, no input is waited for)."
+        "\n\n"
+        "Forms you do not answer (Ctrl-C, end of input, --count reached): nothing is sent for "
+        "them. In Pi's TUI they stay open (answer them there or with another bridge); a "
+        "headless Pi (rpc, print or json mode) waits for a form only while an answering bridge "
+        "is connected, and ends each as a tool error for its agent once none has been "
+        "connected for its grace period (PI_ASK_RELAY_GRACE_MS, 5 s by default)."
+        "\n\n"
+        "Prompts, in this order, one line of input each (scripted input follows them):"
+        "\n\n"
+        "  1. for each question, its choice (ID: the question's id), single-select:\n"
+        f"       {FORM_PROMPTS[0]!r}\n"
+        "     or multi-select:\n"
+        f"       {FORM_PROMPTS[1]!r}\n"
+        "  2. then its note:\n"
+        f"       {FORM_PROMPTS[2]!r}\n"
+        "  3. after the last question: s submit, e ask the agent to clarify first\n"
+        "     (elaborate), c cancel:\n"
+        f"       {FORM_PROMPTS[3]!r}"
+        "\n\n"
+        "A line that is refused gets a message ('  ! ...') and the same prompt again; !cancel "
+        "at any prompt cancels the form; a form the host refuses as invalid_answer is asked "
+        "again from its first question. Forms are asked in the order they open. With --json "
+        "the prompts and forms go to stderr.",
         (
             "pi-ask answer",
             "pi-ask answer --pid 12345 --count 1",
@@ -141,6 +176,16 @@ _COMMANDS: Final[Mapping[str, tuple[str | None, tuple[str, ...]]]] = {
         ),
     ),
 }
+
+
+def _fill(text: str) -> str:
+    """Paragraphs wrapped at 78 columns; a paragraph of indented lines is kept as it is."""
+    return "\n\n".join(
+        paragraph
+        if paragraph.startswith("  ")
+        else textwrap.fill(paragraph, 78, break_on_hyphens=False)
+        for paragraph in text.split("\n\n")
+    )
 
 
 def _epilog(examples: Sequence[str]) -> str:
@@ -164,7 +209,7 @@ class CommandParser(argparse.ArgumentParser):
         description, examples = _COMMANDS.get(name, (None, ()))
         if self.description is None and description is not None:
             # (the raw formatter keeps the examples' layout, so the text is wrapped here)
-            self.description = textwrap.fill(description, 78, break_on_hyphens=False)
+            self.description = _fill(description)
         if self.epilog is None:
             self.epilog = _epilog(examples)
         self.commands: dict[str, argparse.ArgumentParser] = {}

@@ -294,3 +294,66 @@ def test_try_says_in_words_what_failed() -> None:
     )
     answered = {"result": {"content": [], "details": {"cancelled": False, "answers": {}}}}
     assert describe_failure(answered) is None  # type: ignore[arg-type]
+
+
+@pytest.mark.asyncio
+async def test_answer_help_and_docs_quote_its_prompts_in_the_order_it_asks_them(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 27: scripted input must stay in step with the prompts, so ``pi-ask answer
+    --help`` and docs/relay.md quote them, exactly and in order, and say what becomes of the
+    forms it leaves in the TUI and headless."""
+    from pi_ask_sdk import BridgeClient
+    from pi_ask_sdk.cli.console import answer_forms
+    from pi_ask_sdk.testing import AskParams, FakeHost
+
+    form: AskParams = {
+        "title": "Plan",
+        "questions": [
+            {"id": "deploy", "prompt": "Deploy?", "options": [{"value": "yes"}, {"value": "no"}]},
+            {
+                "id": "regions",
+                "type": "multi",
+                "prompt": "Where?",
+                "options": [{"value": "eu"}, {"value": "us"}],
+            },
+        ],
+    }
+    asked: list[str] = []
+    lines = iter(["no", "", "eu,us", "a note", "s"])
+
+    def prompt(text: str) -> str:
+        asked.append(text)
+        return next(lines)
+
+    fake = FakeHost()
+    async with BridgeClient(fake.transport()) as client:
+        handle = fake.open(form, tool_call_id="plan")
+        accepted = await answer_forms(client, prompt, lambda _: None, limit=1, timeout=5)
+    assert accepted == 1
+    assert handle.result is not None
+    assert handle.result.answers["regions"].values == ["eu", "us"]
+    single = "  ID> choose a number or a value; +text for custom text; Enter to skip: "
+    multi = (
+        "  ID> choose numbers or values, comma-separated; +text for custom text; Enter to skip: "
+    )
+    note = "  ID> note (Enter for none): "
+    final = "Submit (s), ask the agent to clarify first (e), or cancel (c)? "
+    assert asked == [
+        single.replace("ID", "deploy"),
+        note.replace("ID", "deploy"),
+        multi.replace("ID", "regions"),
+        note.replace("ID", "regions"),
+        final,
+    ]
+    assert main(["answer", "--help"]) == EXIT_OK
+    helped = capsys.readouterr().out
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "relay.md").read_text()
+    for text, quoted in ((helped, "'{}'"), (docs, "`{}`")):
+        places = [text.index(quoted.format(each)) for each in (single, multi, note, final)]
+        assert places == sorted(places)
+    for text in (" ".join(helped.split()), " ".join(docs.split())):
+        assert "In Pi's TUI they stay open" in text or "**Pi's TUI**: they stay open" in text
+        assert "PI_ASK_RELAY_GRACE_MS" in text
+        assert "tool error" in text
+    assert "stay open in Pi;" not in helped  # (said for every mode before)

@@ -80,6 +80,15 @@ class FakeRelay:
         for writer in self.writers:
             writer.write(line)
 
+    async def end_session_and_close(self, reason: str = "quit") -> None:
+        """session_end to every client, then stop listening (as a Pi that quits)."""
+        self.send_line(json.dumps({"type": "session_end", "reason": reason}).encode() + b"\n")
+        for writer in self.writers:
+            await writer.drain()
+        self.host.close()
+        self._open.clear()
+        await self.stop()
+
     async def end_session(self, reason: str = "new") -> None:
         """session_end to every client, close, then listen again with a fresh host."""
         self.send_line(json.dumps({"type": "session_end", "reason": reason}).encode() + b"\n")

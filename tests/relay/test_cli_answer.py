@@ -8,11 +8,13 @@ import json
 import os
 import signal
 import sys
+from pathlib import Path
 
 import pytest
 
 from pi_ask_sdk.cli.watch import EventPrinter, watch
 from pi_ask_sdk.testing import yes_no_params
+from tests.interrupts import default_sigint
 
 from .fake_relay import FakeRelay
 
@@ -32,6 +34,7 @@ async def start_answer(
         stdin=stdin,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
+        preexec_fn=default_sigint,  # Ctrl-C works in it even when this suite ignores SIGINT
     )
 
 
@@ -66,10 +69,84 @@ async def test_end_of_input_exits_1_nothing_accepted(relay: FakeRelay) -> None:
     proc = await start_answer(relay, stdin=asyncio.subprocess.DEVNULL)
     out, err = await asyncio.wait_for(proc.communicate(), T)
     assert proc.returncode == 1, err
-    assert "end of input: stopped; forms not answered stay open in Pi" in out.decode()
+    text = " ".join(out.decode().split())
+    # Issue 27: it said "forms not answered stay open in Pi", false for a headless Pi.
+    assert "stay open in Pi" not in text
+    assert f"end of input: stopped; {ANSWERER_GONE}" in text
     assert "Traceback" not in err.decode()
     assert relay.received == []
     assert handle.result is None
+
+
+ANSWERER_GONE = (
+    "nothing was sent for the forms not answered. In Pi's TUI they stay open (answer them "
+    "there or with another bridge); a headless Pi ends each as a tool error for its agent "
+    "once no answering bridge has been connected for its grace period "
+    "(PI_ASK_RELAY_GRACE_MS, 5 s by default)."
+)
+
+
+@pytest.mark.asyncio
+async def test_pi_exiting_mid_form_ends_answer_at_once_with_status_3(tmp_path: Path) -> None:
+    """Issue 27: Pi exits while the person is being asked. ``pi-ask answer`` said "press
+    Enter", waited for a line nobody would type, then exited 1 (its help says 3)."""
+    pi = await asyncio.create_subprocess_exec("sleep", "300")  # Pi's pid, for the socket name
+    relay = FakeRelay(tmp_path / "relays", pid=pi.pid)
+    await relay.start()
+    proc: asyncio.subprocess.Process | None = None
+    try:
+        relay.open_form(yes_no_params(), "mid-form")
+        proc = await start_answer(relay)  # stdin open and silent: the person has not typed
+        await read_until(proc.stdout, "deploy> choose")
+        # Pi quits: its relay announces the session's end and closes, and the process exits.
+        await relay.end_session_and_close("quit")
+        pi.kill()
+        await pi.wait()
+        out, err = await asyncio.wait_for(proc.communicate(), T)  # no Enter is ever typed
+    finally:
+        await relay.stop()
+        if pi.returncode is None:
+            pi.kill()
+            await pi.wait()
+        if proc is not None and proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert proc.returncode == 3, err
+    shown, said = out.decode(), err.decode()
+    assert "press Enter" not in shown
+    # (Pi announced its session's end before it went: that is what the form is told)
+    assert "! tool:mid-form is gone: the Pi session ended; not asking it any more" in shown
+    assert said == (
+        "pi-ask answer: The connection to the host was lost: Pi exited or its relay stopped.\n"
+    )
+    assert relay.received == []
+
+
+@pytest.mark.asyncio
+async def test_a_form_gone_while_asked_takes_no_line_so_scripted_input_stays_in_step(
+    relay: FakeRelay,
+) -> None:
+    """Issue 27: a form completed in Pi while its prompt waited took the next line typed (the
+    console asked for Enter), so every later form's answers were one line off."""
+    first = relay.open_form(yes_no_params(), "first")
+    proc = await start_answer(relay, "--count", "2")
+    try:
+        await read_until(proc.stdout, "deploy> choose")
+        first.cancel()  # answered in Pi's TUI meanwhile
+        second = relay.open_form(yes_no_params(), "second")
+        shown = await read_until(proc.stdout, "tool:second")
+        assert "! tool:first was completed meanwhile (source tool); not asking it any more" in (
+            shown
+        )
+        out, err = await asyncio.wait_for(proc.communicate(b"no\n\ns\n"), T)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert proc.returncode == 0, err
+    assert "press Enter" not in out.decode()
+    assert second.result is not None
+    assert second.result.answers["deploy"].values == ["no"]
 
 
 @pytest.mark.asyncio
