@@ -28,6 +28,7 @@
     │           │   └── RelayPathMissing  (also FileNotFoundError) no such directory/socket
     │           ├── AmbiguousRelay     several Pis: choose one
     │           ├── UnsafeRelayPath    the directory or socket breaks the same-user rules
+    │           │   └── RelayPathNotSocket  the path given as a socket is none (told first)
     │           ├── RelayHandshakeError  no valid hello (with its replays) in time
     │           ├── RelayPathTooLong   longer than a Unix socket path may be
     │           └── RelayConnectError  connecting failed (errno kept, the OSError as cause)
@@ -86,6 +87,7 @@ __all__ = [
     "RelayError",
     "RelayHandshakeError",
     "RelayPathMissing",
+    "RelayPathNotSocket",
     "RelayPathTooLong",
     "ResponseProblem",
     "SelectProblem",
@@ -462,6 +464,20 @@ class UnsafeRelayPath(RelayError):
         self.path = path
         self.problem = problem
         super().__init__(f"Refusing relay path {path}: {problem}.")
+
+
+class RelayPathNotSocket(UnsafeRelayPath):
+    """The path given as a relay socket exists but is no Unix socket (``kind`` says what it is:
+    ``"regular file"``, ``"directory"``, ``"symbolic link"``, ...); told before anything about
+    its directory, since no directory mode would make it one."""
+
+    def __init__(self, path: Path, kind: str) -> None:
+        self.kind = kind
+        super().__init__(
+            path,
+            f"it is a {kind}, not a Unix socket; give the socket Pi's relay listens on "
+            "(pi-<pid>.sock in the relay directory, or one forwarded there with ssh -L)",
+        )
 
 
 class RelayHandshakeError(RelayError):

@@ -55,6 +55,7 @@ from pi_ask_sdk.errors import (
     RelayError,
     RelayHandshakeError,
     RelayPathMissing,
+    RelayPathNotSocket,
     RelayPathTooLong,
     UnsafeRelayPath,
 )
@@ -93,6 +94,7 @@ __all__ = [
     "RelayHello",
     "RelayInfo",
     "RelayPathMissing",
+    "RelayPathNotSocket",
     "RelayPathTooLong",
     "RelayRole",
     "RelayTransport",

@@ -20,6 +20,7 @@ from pi_ask_sdk.errors import (
     NoRelayFound,
     RelayError,
     RelayPathMissing,
+    RelayPathNotSocket,
     UnsafeRelayPath,
 )
 
@@ -91,12 +92,33 @@ def _dir_mode_advice(mode: int) -> str:
 
 def check_relay_socket(path: Path) -> None:
     """Raise ``UnsafeRelayPath`` unless ``path`` is a socket owned by this uid with mode 0600
-    (``RelayPathMissing``, a ``FileNotFoundError`` too, if it does not exist). Checks its
-    directory first."""
+    (``RelayPathMissing``, a ``FileNotFoundError`` too, if it does not exist). A path that is
+    no socket at all is ``RelayPathNotSocket``, told first; then its directory is checked."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        pass  # missing, or not to be inspected: said below, after the directory's checks
+    else:
+        if not stat.S_ISSOCK(mode):
+            raise RelayPathNotSocket(path, _kind(mode))
     check_relay_dir(path.parent)
     _check_private(
         path, path.parent, stat.S_ISSOCK, "it is not a Unix socket", "a relay socket must be 0600"
     )
+
+
+def _kind(mode: int) -> str:
+    for is_kind, name in (
+        (stat.S_ISREG, "regular file"),
+        (stat.S_ISDIR, "directory"),
+        (stat.S_ISLNK, "symbolic link"),
+        (stat.S_ISFIFO, "FIFO"),
+        (stat.S_ISCHR, "character device"),
+        (stat.S_ISBLK, "block device"),
+    ):
+        if is_kind(mode):
+            return name
+    return "file of another kind"
 
 
 def _check_private(

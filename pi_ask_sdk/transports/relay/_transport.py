@@ -18,6 +18,7 @@ from pi_ask_sdk.errors import (
     RelayConnectError,
     RelayError,
     RelayHandshakeError,
+    RelayPathNotSocket,
     RelayPathTooLong,
     UnsafeRelayPath,
 )
@@ -246,6 +247,8 @@ class RelayTransport:
                 return
             except FileNotFoundError:
                 raise NoRelayFound(path.parent, f"{path.name} does not exist") from None
+            except RelayPathNotSocket:
+                raise  # (no wait makes a file a socket)
             except UnsafeRelayPath as exc:
                 if exc.path != path or asyncio.get_running_loop().time() > deadline:
                     raise
