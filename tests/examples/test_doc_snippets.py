@@ -26,6 +26,7 @@ import pytest_asyncio
 
 from pi_ask_sdk.testing import AskParams
 from tests.doc_snippets import doc_snippets
+from tests.interrupts import default_sigint
 from tests.relay.fake_relay import FakeRelay
 
 SNIPPETS = doc_snippets()
@@ -140,6 +141,11 @@ class Run:
         if not self.proc.stdin.is_closing():
             self.proc.stdin.close()
 
+    async def kill(self) -> None:
+        if self.proc.returncode is None:
+            self.proc.kill()
+            await self.proc.wait()
+
     async def finish(self) -> tuple[int, str, str]:
         self.close_stdin()
         out, err = await asyncio.wait_for(self.proc.communicate(), BOUND)
@@ -163,6 +169,7 @@ async def start(
         stdin=asyncio.subprocess.PIPE,  # closed by finish(), or earlier by a test
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
+        preexec_fn=default_sigint,  # Ctrl-C works in it even when this suite ignores SIGINT
     )
     return Run(proc)
 
@@ -292,12 +299,15 @@ async def test_snippet_answers_the_running_pi_with_a_value(
 @pytest.mark.asyncio
 async def test_standin_server_snippet_serves_until_ctrl_c(tmp_path: Path) -> None:
     run = await start(tmp_path, "real-pi_1", env={"RUN": "1"})
-    await run.wait_for("export PI_ASK_STANDIN_SOCKET=")
-    await run.wait_for('pi -e "$(pi-ask relay-path)" -e "$(pi-ask standin-path)"')
-    path = Path(run.out.split("export PI_ASK_STANDIN_SOCKET=", 1)[1].split("\n", 1)[0])
-    assert path.is_socket()
-    run.proc.send_signal(signal.SIGINT)
-    status, _, err = await run.finish()
+    try:
+        await run.wait_for("export PI_ASK_STANDIN_SOCKET=")
+        await run.wait_for('pi -e "$(pi-ask relay-path)" -e "$(pi-ask standin-path)"')
+        path = Path(run.out.split("export PI_ASK_STANDIN_SOCKET=", 1)[1].split("\n", 1)[0])
+        assert path.is_socket()
+        run.proc.send_signal(signal.SIGINT)
+        status, _, err = await run.finish()
+    finally:
+        await run.kill()  # (a no-op once it ended: nothing is left running)
     assert status == 0, err
     assert err == ""
     assert not path.exists()

@@ -13,6 +13,7 @@ from types import ModuleType
 import pytest
 
 from pi_ask_sdk.testing import AskParams, FakeHost
+from tests.interrupts import default_sigint
 from tests.relay.fake_relay import FakeRelay
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -205,6 +206,7 @@ async def test_console_bridge_ends_at_one_ctrl_c_with_130(tmp_path: Path) -> Non
         stdin=asyncio.subprocess.PIPE,  # open and silent: the person has not typed yet
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
+        preexec_fn=default_sigint,  # Ctrl-C works in it even when this suite ignores SIGINT
     )
     try:
         assert proc.stdout is not None

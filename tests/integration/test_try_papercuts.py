@@ -26,6 +26,7 @@ from tests.integration.pi_process import (
     flavour_from_env,
     make_private_dir,
 )
+from tests.interrupts import default_sigint, is_gone
 
 pytestmark = pytest.mark.pi
 
@@ -71,16 +72,22 @@ def pi_ask_try(tmp_path: Path, *args: str) -> Iterator[Try]:
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        preexec_fn=default_sigint,  # Ctrl-C works in it even when this suite ignores SIGINT
     )
     watchdog = threading.Timer(120, proc.kill)
     watchdog.start()
+    run = Try(proc)
     try:
-        yield Try(proc)
+        yield run
     finally:
         watchdog.cancel()
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(60)
+        # Pi runs in a session of its own: a `try` killed above leaves it to us.
+        for pid in re.findall(r"runs headless \(pid (\d+)\)", "".join(run.lines)):
+            if not is_gone(int(pid)):
+                os.killpg(int(pid), signal.SIGKILL)
 
 
 def test_one_ctrl_c_stops_try_and_leaves_no_socket(pi_installation: PiEnv, tmp_path: Path) -> None:
