@@ -50,7 +50,7 @@ from .errors import (
     TransportUnavailable,
     UnknownTicket,
 )
-from .forms import F, FlowId, FlowView
+from .forms import F, FlowId, FlowView, display_text
 from .outcomes import (
     BridgeEvent,
     FlowCompleted,
@@ -481,7 +481,7 @@ def _settled(ticket: SubmitTicket) -> SubmitOutcome | None:
     if isinstance(verdict, str):
         return SubmitLost(ticket, verdict)
     if not isinstance(verdict, SubmitAck):
-        return SubmitRejected(ticket, verdict.error, verdict.message)
+        return SubmitRejected(ticket, verdict.error, display_text(verdict.message))
     completion = pending.ending
     if completion is None:
         return None

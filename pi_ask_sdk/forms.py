@@ -44,6 +44,7 @@ __all__ = [
     "OptionView",
     "QuestionId",
     "QuestionView",
+    "display_text",
 ]
 
 FlowId = NewType("FlowId", str)
@@ -238,6 +239,13 @@ class _DisplayText(DisplayText, frozen=True, gc=False):
         return None
 
 
+def display_text(text: str) -> DisplayText:
+    """``text`` as display-only text: how the SDK hands over text a host wrote for people
+    (``SubmitRejected.message``). It stays what every ``DisplayText`` is: shown, never sent,
+    never equal to a ``str``."""
+    return _DisplayText(text)
+
+
 def _display(value: str | UnsetType) -> DisplayText | None:
     return None if isinstance(value, UnsetType) else _DisplayText(value)
 
@@ -422,9 +430,12 @@ class FlowView(msgspec.Struct, Generic[F], frozen=True, gc=False):
     def question_ids(self) -> tuple[QuestionId[F], ...]:
         return tuple(question.id for question in self.questions)
 
-    def question(self, question_id: str) -> QuestionView[F]:
-        """The question with exactly this id; raises ``UnknownQuestion`` naming it otherwise,
-        and ``FlowMismatch`` for a ``QuestionId`` taken from another flow."""
+    def question(self, question_id: QuestionId[F] | str) -> QuestionView[F]:
+        """The question with exactly this id: a ``QuestionId`` of this form (``question.id``),
+        or the id's text as the form has it (``flow.question("deploy")``: a bridge knows the
+        questions it has rules for by id). Checked at run time: ``UnknownQuestion`` naming it
+        for an id the form does not have (labels never match), ``FlowMismatch`` for a
+        ``QuestionId`` taken from another flow."""
         other = _foreign(self.flow_id, question_id)
         if other is not None:
             raise FlowMismatch(self.flow_id, other, "question id")
@@ -433,7 +444,7 @@ class FlowView(msgspec.Struct, Generic[F], frozen=True, gc=False):
                 return question
         raise UnknownQuestion(self.flow_id, str(question_id), self.question_ids)
 
-    def has_question(self, question_id: str) -> bool:
+    def has_question(self, question_id: QuestionId[F] | str) -> bool:
         return any(question.id == question_id for question in self.questions)
 
     def same_form(self, other: FlowView[F]) -> bool:

@@ -21,7 +21,7 @@ from pi_ask_core import AskResult, FlowSource, SubmitErrorCode
 
 from ._waiter import PendingSubmit
 from .errors import ConnectionLostReason
-from .forms import FlowId, FlowView
+from .forms import DisplayText, FlowId, FlowView
 
 __all__ = [
     "BridgeEvent",
@@ -131,9 +131,10 @@ class SubmitRejected(_NoTruthValue, msgspec.Struct, frozen=True):
     ticket: SubmitTicket
     error: SubmitErrorCode
     """The typed code: branch on it (it is the contract)."""
-    message: str
+    message: DisplayText
     """For people: each host words it its own way (the real ``pi-agent-ask`` differently from
-    ``pi_ask_core``). Show or log it; never parse it."""
+    ``pi_ask_core``). Display text, like a form's labels: show it (an f-string, ``str()``,
+    ``.render()``) or log it; never parse it, compare it or send it on."""
     kind: Literal["rejected"] = "rejected"
 
     @property

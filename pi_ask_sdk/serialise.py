@@ -122,7 +122,7 @@ def to_data(value: Serialisable[F]) -> JsonObject:
             "kind": "rejected",
             **_ticket(value.ticket),
             "error": value.error,
-            "message": value.message,
+            "message": value.message.render(),
         }
     if isinstance(value, SubmitTimedOut):
         return {

@@ -179,7 +179,8 @@ async def _answer_each(
                 accepted += 1
                 break
             if outcome.kind == "rejected":
-                _record(record, flow, response, "rejected", outcome.error, outcome.message)
+                message = outcome.message.render()
+                _record(record, flow, response, "rejected", outcome.error, message)
             else:
                 _record(record, flow, response, outcome.kind, outcome.kind, render_outcome(outcome))
             if outcome.kind != "rejected" or not outcome.flow_still_open:

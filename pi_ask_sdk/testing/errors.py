@@ -8,6 +8,7 @@ tree (``pi_ask_sdk.errors`` draws the bridge library's)::
         │   └── StandinInUse           a live stand-in server already answers at that path
         ├── PiNotInstalled             (also RuntimeError) the real-Pi kit: no such Pi
         ├── PiFailed                   (also RuntimeError) the real-Pi kit: Pi did not do it
+        ├── UnknownFlow                (also LookupError) the real-Pi kit: no flow opened here
         └── TransportCheckFailed       (also AssertionError) check_transport: a check failed
 
 Each has a stable ``code`` (a ``Literal``). Bridges never meet these: only tests and the
@@ -35,10 +36,15 @@ __all__ = [
     "ToolingError",
     "ToolingErrorCode",
     "TransportCheckFailed",
+    "UnknownFlow",
 ]
 
 ToolingErrorCode = Literal[
-    "standin_unavailable", "pi_not_installed", "pi_failed", "transport_check_failed"
+    "standin_unavailable",
+    "pi_not_installed",
+    "pi_failed",
+    "transport_check_failed",
+    "flow_not_opened",
 ]
 
 
@@ -127,6 +133,22 @@ class PiFailed(ToolingError, RuntimeError):
 
 
 # --- check_transport (pi_ask_sdk.testing) --------------------------------------------------------
+
+
+class UnknownFlow(ToolingError, LookupError):
+    """``PiProcess.result`` was given a flow id this Pi process never opened: waiting for it
+    could only time out. ``flow_id`` is what was given, ``known`` the flows opened here."""
+
+    code: Literal["flow_not_opened"] = "flow_not_opened"
+
+    def __init__(self, flow_id: str, known: tuple[str, ...]) -> None:
+        self.flow_id = flow_id
+        self.known = known
+        opened = ", ".join(repr(each) for each in known) if known else "none yet"
+        super().__init__(
+            f"No flow {flow_id!r} was opened by this Pi process (opened here: {opened}); pass "
+            "the flow id open_form or call_ask_user returned (tool call 'x' opens flow 'tool:x')"
+        )
 
 
 class TransportCheckFailed(ToolingError, AssertionError):

@@ -164,7 +164,7 @@ async def test_outcomes_and_events_serialise() -> None:
             "flowId": "tool:b",
             "responseKind": "answer",
             "error": "invalid_answer",
-            "message": rejected.message,
+            "message": rejected.message.render(),
         }
         assert to_data(SubmitTimedOut(ticket, 1.5, acknowledged=True)) == {
             "kind": "timed_out",

@@ -23,7 +23,7 @@ Modules: ``_cache`` (the install cache: npm, manifest, verification; standard li
 
 from __future__ import annotations
 
-from pi_ask_sdk.testing.errors import PiFailed, PiInstallProblem, PiNotInstalled
+from pi_ask_sdk.testing.errors import PiFailed, PiInstallProblem, PiNotInstalled, UnknownFlow
 
 from ._install import Flavour, PiEnv, default_cache_dir, install_pi, locate_pi
 from ._process import FAUX_MODEL, WAIT, PiProcess, RelayOptions, make_private_dir
@@ -50,6 +50,7 @@ __all__ = [
     "StandinReport",
     "ToolContent",
     "ToolResult",
+    "UnknownFlow",
     "default_cache_dir",
     "install_pi",
     "locate_pi",

@@ -22,7 +22,7 @@ from pi_ask_sdk.client import BridgeClient
 from pi_ask_sdk.forms import FlowId
 from pi_ask_sdk.responses import Answer, Cancel, UncheckedAnswer
 from pi_ask_sdk.testing._params import AskParams
-from pi_ask_sdk.testing.errors import PiFailed
+from pi_ask_sdk.testing.errors import PiFailed, UnknownFlow
 from pi_ask_sdk.testing.standin import StandinThread, standin_extension_path
 
 from ._install import PiEnv
@@ -508,15 +508,21 @@ class PiProcess:
 
     # --- results and clients ---
 
-    def result(self, flow_id: str, *, timeout: float = WAIT) -> AskResult:
+    def result(self, flow_id: FlowId, *, timeout: float = WAIT) -> AskResult:
         """The ``AskResult`` of ``flow_id`` once it completed (waits up to ``timeout``).
 
+        ``flow_id`` is what ``open_form`` or ``call_ask_user`` returned here (a ``FlowId``; the
+        flow of tool call ``x`` is ``tool:x``); any other id raises ``UnknownFlow`` at once.
         With the stand-in host, from the host's ``completed`` event; with your own host, from the
         ``ask_user`` tool result (tool flows only). Only this Pi's session that opened the flow
         here counts: the same flow id in another Pi on the same stand-in, in a session before a
         ``new_session``, or in an earlier call with the same tool call id is not this flow.
+        Raises ``PiFailed`` when it does not complete within ``timeout``.
         """
         import msgspec
+
+        if flow_id not in self._flow_marks:
+            raise UnknownFlow(str(flow_id), tuple(self._flow_marks))
 
         if self.standin is not None and self.host_extension is None:
             try:

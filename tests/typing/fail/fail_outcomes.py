@@ -57,7 +57,7 @@ def forgets_lost(outcome: SubmitOutcome) -> str:
 def treats_everything_else_as_a_rejection(outcome: SubmitOutcome) -> str:
     if outcome.kind == "accepted":
         return "ok"
-    return outcome.message  # type: ignore[union-attr]
+    return str(outcome.message)  # type: ignore[union-attr]
 
 
 async def respond_is_not_two_outcomes(client: BridgeClient, flow: FlowView, r: Response) -> None:
@@ -108,3 +108,11 @@ def forgets_session_end(event: BridgeEvent) -> str:
             return "completed"
         case _:
             assert_never(event)  # type: ignore[arg-type]
+
+
+def parses_the_hosts_message(refused: SubmitRejected) -> None:
+    """Issue 27: the message is display text, like a label; the code is the contract."""
+    text: str = refused.message  # type: ignore[assignment]
+    print(text, f"refused: {refused.message}", refused.message.render())  # fine: shown
+    print(refused.message == "Unknown option value")  # type: ignore[comparison-overlap]
+    print(refused.message.startswith("Unknown"))  # type: ignore[attr-defined]

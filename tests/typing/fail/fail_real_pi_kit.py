@@ -42,3 +42,12 @@ def typed_flow_ids(pi: PiProcess) -> None:
     [open_id] = pi.open_flow_ids()
     other: QuestionId = open_id  # type: ignore[assignment]
     print(question_id, other)
+
+
+def results_by_the_flow_id_handed_out(pi: PiProcess) -> None:
+    """Issue 27: ``result`` takes the FlowId ``open_form``/``call_ask_user`` returned, not text
+    (a tool call id "deploy-1" is the flow "tool:deploy-1")."""
+    flow_id = pi.call_ask_user({"questions": []}, tool_call_id="deploy-1")
+    print(pi.result(flow_id).cancelled)  # fine
+    pi.result("deploy-1")  # type: ignore[arg-type]
+    pi.result(pi.open_form({"questions": []}).removeprefix("tool:"))  # type: ignore[arg-type]
