@@ -243,8 +243,8 @@ class FormWatch:
         await wake.wait()
         gone = f"! {clean(flow.flow_id)} {self.why}"
         told = not asking.done()
-        if told:
-            write(f"{gone}; not asking it any more")
+        if told:  # (on a line of its own: the prompt shown ends without one)
+            write(f"\n{gone}; not asking it any more")
         try:
             # A prompt reading fd 0 gives up at once; another prompt function (a test's) still
             # has its line waited for, so that it does not answer the next form, unless Pi
