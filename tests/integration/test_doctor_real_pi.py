@@ -70,12 +70,18 @@ async def test_doctor_finds_a_relay_listening_in_another_directory(
         status, report = await doctor_json(ours)
         socket = pi.socket_path
     check = check_for(report, pi.pid)
-    assert check["status"] == "fail"  # nothing listens here: this is why nothing is found
+    # A warning (issue 27: it was a failure, exit 1, though such a Pi may be unrelated), which
+    # says that nothing listens here: maybe why nothing is found.
+    assert check["status"] == "warn"
     assert f"its relay listens in {theirs}, but this shell looks in {ours}" in check["detail"]
+    assert "(where no relay listens)" in check["detail"]
     assert f"PI_ASK_RELAY_DIR={theirs}" in check["detail"]
     assert f"--socket {socket}" in check["detail"]
-    assert status == 1
-    assert report["ok"] is False
+    checks = report["checks"]
+    assert isinstance(checks, list)
+    failed = [each for each in checks if each["status"] == "fail"]
+    assert status == (1 if failed else 0), failed
+    assert report["ok"] is (not failed)
 
 
 @pytest.mark.asyncio
