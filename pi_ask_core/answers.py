@@ -28,6 +28,7 @@ __all__ = [
     "AcceptedResponse",
     "AnswerProblem",
     "AnswerRule",
+    "CheckedEnvelope",
     "Envelope",
     "FormIndex",
     "QuestionIndex",
@@ -36,11 +37,14 @@ __all__ = [
     "check_answer",
     "check_answer_response",
     "check_custom_text",
+    "check_envelope",
     "check_mode",
     "check_option_notes",
     "check_question_answer",
     "check_selections",
     "check_values",
+    "is_json_object",
+    "is_version_one",
     "parse_envelope",
 ]
 
@@ -189,7 +193,7 @@ class FormIndex:
 
 
 # What each exact JSON value type is called in messages. These types are never Mappings, so
-# _is_object answers for them without isinstance(value, Mapping): an ABC check costs as much
+# is_json_object answers for them without isinstance(value, Mapping): an ABC check costs as much
 # as the rest of refusing a malformed submit.
 _KINDS: Final[dict[type, str]] = {
     type(None): "null",
@@ -203,7 +207,7 @@ _KINDS: Final[dict[type, str]] = {
 }
 
 
-def _is_object(value: object) -> TypeGuard[Mapping[str, object]]:
+def is_json_object(value: object) -> TypeGuard[Mapping[str, object]]:
     """A JSON object: a dict (the fast, common case) or any other Mapping."""
     kind = type(value)
     if kind is dict:
@@ -256,8 +260,9 @@ def _show(value: object) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _is_version_one(value: object) -> bool:
-    # The JavaScript number 1: JSON 1 or 1.0, never True (spec A9).
+def is_version_one(value: object) -> bool:
+    """Whether ``value`` is the JavaScript number 1 (a submit's ``version``): JSON 1 or 1.0,
+    never ``True`` (spec A9)."""
     return type(value) in (int, float) and value == 1
 
 
@@ -267,22 +272,23 @@ _NO_FLOW_ID: Final = "Submit flowId is required: the flowId of the started event
 
 def parse_envelope(data: object) -> Envelope | SubmitError:
     """Checks E1-E6 of spec §4.1, in order."""
-    checked = _check_envelope(data)
+    checked = check_envelope(data)
     if isinstance(checked, tuple):
         return Envelope(*checked)
     return SubmitError(checked.error, checked.message, checked.request_id, checked.flow_id)
 
 
-_Checked: TypeAlias = tuple[str, str, Literal["answer", "cancel"], Mapping[str, object]]
+CheckedEnvelope: TypeAlias = tuple[str, str, Literal["answer", "cancel"], Mapping[str, object]]
+"""A submit's envelope that passed E1-E6: request id, flow id, response kind, response."""
 
 
-def _check_envelope(data: object) -> _Checked | SubmitRejection:
+def check_envelope(data: object) -> CheckedEnvelope | SubmitRejection:
     """``parse_envelope`` as the host takes it: a plain tuple (request id, flow id, kind,
     response), or the ``submit-result`` refusing it (no ``Envelope`` or ``SubmitError`` made
     and freed on the way)."""
     # ``type(...) is dict or``: the exact dict a JSON decoder gives needs no call (a call costs
-    # as much as a check here); anything else is ``_is_object``'s to decide.
-    if not (type(data) is dict or _is_object(data)):
+    # as much as a check here); anything else is ``is_json_object``'s to decide.
+    if not (type(data) is dict or is_json_object(data)):
         return SubmitRejection(
             request_id="",
             flow_id="",
@@ -296,7 +302,7 @@ def _check_envelope(data: object) -> _Checked | SubmitRejection:
     rid = request_id if isinstance(request_id, str) else ""
     fid = flow_id if isinstance(flow_id, str) else ""
     message: str
-    if not ((type(version) is int and version == 1) or _is_version_one(version)):
+    if not ((type(version) is int and version == 1) or is_version_one(version)):
         shown = "missing" if version is _ABSENT else _show(version)
         message = f"Submit version must be the number 1, got {shown}."
     elif not rid:
@@ -305,7 +311,7 @@ def _check_envelope(data: object) -> _Checked | SubmitRejection:
         message = _NO_FLOW_ID
     else:
         response = data.get("response")
-        if not (type(response) is dict or _is_object(response)):
+        if not (type(response) is dict or is_json_object(response)):
             message = f"Submit response must be an object, not {_kind_of(response)}."
         else:
             kind = response.get("kind")
@@ -320,7 +326,7 @@ def check_answer_response(
 ) -> AcceptedResponse | AnswerProblem:
     """Checks A1-A4 of spec §4.2 for a ``kind: "answer"`` response; the first failure wins."""
     answers = response.get("answers")
-    if not (type(answers) is dict or _is_object(answers)):
+    if not (type(answers) is dict or is_json_object(answers)):
         return AnswerProblem(
             "An answer response must include an answers object (question id -> answer), "
             f"got {_kind_of(answers) if 'answers' in response else 'none'}.",
@@ -385,7 +391,7 @@ def check_answer(qid: str, entry: object, index: QuestionIndex) -> AcceptedAnswe
     ``check_custom_text``, ``check_selections`` and ``check_option_notes``, which the SDK's
     ``AnswerBuilder`` calls too.
     """
-    if not (type(entry) is dict or _is_object(entry)):
+    if not (type(entry) is dict or is_json_object(entry)):
         return AnswerProblem(
             f'The answer for question "{qid}" must be an object, not {_kind_of(entry)}.',
             "answer_not_object",
@@ -437,7 +443,7 @@ def check_answer(qid: str, entry: object, index: QuestionIndex) -> AcceptedAnswe
     raw_notes = entry.get("optionNotes", _ABSENT)
     notes: Mapping[str, object] | None = None
     if raw_notes is not _ABSENT:
-        if not _is_object(raw_notes) or not _all_strings(raw_notes.values()):
+        if not is_json_object(raw_notes) or not _all_strings(raw_notes.values()):
             return AnswerProblem(
                 f'optionNotes for question "{qid}" must be an object mapping option values '
                 "to note strings.",

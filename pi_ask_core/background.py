@@ -20,7 +20,8 @@ from typing import Generic, Literal, TypeVar
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from .protocol import AskResult, _Wire
+from ._wire import WireStruct
+from .protocol import AskResult
 
 __all__ = [
     "ANSWER_MESSAGE",
@@ -38,7 +39,7 @@ ANSWER_MESSAGE = "ask:background-answer"
 T = TypeVar("T")
 
 
-class QueuedReceipt(_Wire, frozen=True, kw_only=True):
+class QueuedReceipt(WireStruct, frozen=True, kw_only=True):
     """What a queued ``ask_user`` call returns at once (its ``details``): a receipt, not an
     answer. ``pending_requests`` counts the session's unfinished background forms, this one
     and the open one included."""
@@ -58,7 +59,7 @@ def queued_text(receipt: QueuedReceipt) -> str:
     )
 
 
-class BackgroundAnswer(_Wire, frozen=True, kw_only=True):
+class BackgroundAnswer(WireStruct, frozen=True, kw_only=True):
     """A finished background form, as the host delivers it to the model (the message's
     ``details``): its ``result``, or the ``error`` that kept it from opening."""
 

@@ -20,7 +20,7 @@ from typing import Final, Literal, TypeAlias, final, overload
 
 import msgspec
 
-from .answers import _is_version_one
+from .answers import is_version_one
 from .protocol import (
     COMPLETED,
     LEGACY_CHANNEL_PREFIX,
@@ -121,14 +121,14 @@ def decode_event(channel: str, raw: object) -> DecodedEvent | Skipped:
     # host on an in-process bus emits): an isinstance that fails reads the object's
     # ``__class__`` once per class tried (JSON text is four), and against a Struct class it goes
     # through the metaclass, while one on the exact class returns at once. The version test is
-    # _is_version_one's, with the usual int 1 taken without a call.
+    # is_version_one's, with the usual int 1 taken without a call.
     if type(raw) not in structs and isinstance(raw, _JSON_TEXT):
         decoded = _decode_text(channel, raw)
         if decoded is not None:
             return decoded
     elif isinstance(raw, structs):
         version = raw.version
-        if (type(version) is int and version == 1) or _is_version_one(version):
+        if (type(version) is int and version == 1) or is_version_one(version):
             return raw
     return _from_builtins(channel, raw)
 
@@ -185,7 +185,7 @@ def _from_builtins(channel: str, raw: object) -> DecodedEvent | Skipped:
     if not isinstance(raw, dict):
         return Skipped(channel, "not_an_object", "not a JSON object", raw)
     version = raw.get("version")
-    if not _is_version_one(version):
+    if not is_version_one(version):
         shown = "missing" if "version" not in raw else repr(version)
         return Skipped(channel, "bad_version", f"version must be the number 1, got {shown}", raw)
     original = raw

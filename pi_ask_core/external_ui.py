@@ -14,9 +14,10 @@ from typing import Final, Literal
 
 from msgspec import UNSET, UnsetType
 
+from ._wire import WireStruct
 from .forms import Form
 from .host import FlowHandle
-from .protocol import AskQuestion, AskResult, _Wire
+from .protocol import AskQuestion, AskResult
 from .results import build_result
 
 __all__ = [
@@ -34,7 +35,7 @@ EXTERNAL_UI: Final = "pi-agent-ask:external-ui"
 """The channel of the negotiation event ``{version: 1, mode, toolCallId, connect(provider)}``."""
 
 
-class ExternalUiRequest(_Wire, frozen=True, kw_only=True):
+class ExternalUiRequest(WireStruct, frozen=True, kw_only=True):
     """What the provider's ``open(request)`` is given (without the ``signal``, which the host's
     process adds): the normalized form, previews as text, no file paths."""
 

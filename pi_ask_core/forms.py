@@ -25,7 +25,7 @@ from typing import Final, TypeGuard
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from .answers import FormIndex, QuestionIndex, _is_object
+from .answers import FormIndex, QuestionIndex, is_json_object
 from .errors import InvalidForm
 from .js import WHITESPACE_RUN, is_blank, js_trim, js_upper_first
 from .protocol import (
@@ -125,7 +125,7 @@ def _prepared_label(label: object, value: object) -> object:
 
 def prepare_labels(raw: object) -> object:
     """Return ``raw`` with derived labels filled in; the caller's objects are never mutated."""
-    if not _is_object(raw):
+    if not is_json_object(raw):
         return raw
     prepared = dict(raw)
     questions = prepared.get("questions")
@@ -133,7 +133,7 @@ def prepare_labels(raw: object) -> object:
         return prepared
     new_questions: list[object] = []
     for question in questions:
-        if _is_object(question) and isinstance(question.get("options"), list):
+        if is_json_object(question) and isinstance(question.get("options"), list):
             question = dict(question)
             question["options"] = [_prepare_option(option) for option in question["options"]]
         new_questions.append(question)
@@ -142,7 +142,7 @@ def prepare_labels(raw: object) -> object:
 
 
 def _prepare_option(option: object) -> object:
-    if not _is_object(option):
+    if not is_json_object(option):
         return option
     label = _prepared_label(option.get("label", UNSET), option.get("value"))
     if label is option.get("label", UNSET):
@@ -166,7 +166,7 @@ def _json_type(value: object) -> str:
         return "string"
     if isinstance(value, list):
         return "array"
-    if _is_object(value):
+    if is_json_object(value):
         return "object"
     return type(value).__name__
 
@@ -191,7 +191,7 @@ def _check_fields(
 
 def check_structure(raw: object) -> list[Issue]:
     """Issues for present values of the wrong JSON type (spec §2.1 step 2)."""
-    if not _is_object(raw):
+    if not is_json_object(raw):
         return [Issue(path="$", message=f"ask_user input must be an object, not {_json_type(raw)}")]
     issues = _check_fields(raw, _InForm, "")
     questions = raw.get("questions", [])
@@ -204,7 +204,7 @@ def check_structure(raw: object) -> list[Issue]:
         return issues
     for i, question in enumerate(questions):
         qpath = f"questions[{i}]"
-        if not _is_object(question):
+        if not is_json_object(question):
             issues.append(
                 Issue(
                     path=qpath,
@@ -225,7 +225,7 @@ def check_structure(raw: object) -> list[Issue]:
             continue
         for j, option in enumerate(options):
             opath = f"{qpath}.options[{j}]"
-            if not _is_object(option):
+            if not is_json_object(option):
                 issues.append(
                     Issue(
                         path=opath,
@@ -264,7 +264,7 @@ def _plain_input(raw: object) -> dict[str, object]:
     """Structurally valid input as plain dicts and lists of the keys the Structs read."""
 
     def known(obj: object, struct: type[msgspec.Struct]) -> dict[str, object]:
-        assert _is_object(obj)  # (check_structure found no issue)
+        assert is_json_object(obj)  # (check_structure found no issue)
         return {key: obj[key] for key in _keys(struct) if key in obj}
 
     def items(obj: Mapping[str, object], key: str) -> list[object]:

@@ -16,8 +16,8 @@ from .answers import (
     AcceptedResponse,
     AnswerProblem,
     FormIndex,
-    _check_envelope,
     check_answer_response,
+    check_envelope,
 )
 from .bus import EventBus
 from .errors import HostClosed, InvalidForm, SubmitRefused
@@ -474,7 +474,7 @@ class FlowHost:
             except (TypeError, ValueError, RecursionError):
                 data = None
         try:
-            checked = _check_envelope(data)  # parse_envelope's checks, as the host takes them
+            checked = check_envelope(data)  # parse_envelope's checks, as the host takes them
             if isinstance(checked, tuple):  # (isinstance on a Struct class fails slowly)
                 rid, fid, kind, response = checked
                 handle = self._active.get(fid)

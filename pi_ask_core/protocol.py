@@ -12,7 +12,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated, Final, Literal
 
 import msgspec
-from msgspec import UNSET, Struct, UnsetType
+from msgspec import UNSET, UnsetType
+
+from ._wire import WireStruct
 
 __all__ = [
     "CHANNELS",
@@ -114,19 +116,10 @@ LabelStr = Annotated[str, WireRole("Label")]
 """A label: display text only, never sent to select anything."""
 
 
-class _Wire(Struct, frozen=True, kw_only=True, rename="camel", gc=False):
-    """Base of all wire Structs: camelCase keys, keyword construction, immutable.
-
-    Not tracked by the garbage collector (``gc=False``, inherited): a payload is a tree of
-    values and never refers back to itself, so the collector has nothing to find in one, and
-    each host call makes dozens of them.
-    """
-
-
 # --- started -----------------------------------------------------------------------------------
 
 
-class AskOption(_Wire, frozen=True, kw_only=True):
+class AskOption(WireStruct, frozen=True, kw_only=True):
     value: OptionValueStr
     label: LabelStr
     description: str | UnsetType = UNSET
@@ -135,7 +128,7 @@ class AskOption(_Wire, frozen=True, kw_only=True):
     recommended: bool | UnsetType = UNSET
 
 
-class AskQuestion(_Wire, frozen=True, kw_only=True):
+class AskQuestion(WireStruct, frozen=True, kw_only=True):
     id: str
     label: LabelStr
     prompt: str
@@ -151,7 +144,7 @@ class AskQuestion(_Wire, frozen=True, kw_only=True):
         return self.type if isinstance(self.requested_type, UnsetType) else self.requested_type
 
 
-class StartedEvent(_Wire, frozen=True, kw_only=True):
+class StartedEvent(WireStruct, frozen=True, kw_only=True):
     version: Literal[1] = 1
     flow_id: str
     tool_call_id: str | UnsetType = UNSET
@@ -164,7 +157,7 @@ class StartedEvent(_Wire, frozen=True, kw_only=True):
 # --- completed ---------------------------------------------------------------------------------
 
 
-class AskQuestionSummary(_Wire, frozen=True, kw_only=True):
+class AskQuestionSummary(WireStruct, frozen=True, kw_only=True):
     id: str
     label: LabelStr
     prompt: str
@@ -172,7 +165,7 @@ class AskQuestionSummary(_Wire, frozen=True, kw_only=True):
     presented_type: QuestionType | UnsetType = UNSET
 
 
-class AskResultAnswer(_Wire, frozen=True, kw_only=True):
+class AskResultAnswer(WireStruct, frozen=True, kw_only=True):
     values: list[str]  # the selected option values, then the custom text if any (not a value)
     labels: list[LabelStr]
     indices: list[int]
@@ -181,7 +174,7 @@ class AskResultAnswer(_Wire, frozen=True, kw_only=True):
     option_notes: dict[OptionValueStr, str] | UnsetType = UNSET
 
 
-class ContextOption(_Wire, frozen=True, kw_only=True):
+class ContextOption(WireStruct, frozen=True, kw_only=True):
     value: OptionValueStr
     label: LabelStr
     description: str | UnsetType = UNSET
@@ -189,7 +182,7 @@ class ContextOption(_Wire, frozen=True, kw_only=True):
     recommended: bool | UnsetType = UNSET
 
 
-class ElaborationQuestionContext(_Wire, frozen=True, kw_only=True):
+class ElaborationQuestionContext(WireStruct, frozen=True, kw_only=True):
     id: str
     label: LabelStr
     prompt: str
@@ -198,17 +191,17 @@ class ElaborationQuestionContext(_Wire, frozen=True, kw_only=True):
     options: list[ContextOption]
 
 
-class QuestionTarget(_Wire, frozen=True, kw_only=True, tag_field="kind", tag="question"):
+class QuestionTarget(WireStruct, frozen=True, kw_only=True, tag_field="kind", tag="question"):
     if TYPE_CHECKING:
         # Without fields, type checkers fall back to Struct's ``*args: Any`` constructor.
         def __init__(self) -> None: ...
 
 
-class OptionTarget(_Wire, frozen=True, kw_only=True, tag_field="kind", tag="option"):
+class OptionTarget(WireStruct, frozen=True, kw_only=True, tag_field="kind", tag="option"):
     option_value: OptionValueStr
 
 
-class ElaborationItem(_Wire, frozen=True, kw_only=True):
+class ElaborationItem(WireStruct, frozen=True, kw_only=True):
     """One clarification item. ``target`` decides the kind: an option item also has ``option``
     and ``selected``; a question item has neither (so the key order matches the reference)."""
 
@@ -221,24 +214,24 @@ class ElaborationItem(_Wire, frozen=True, kw_only=True):
     note: str
 
 
-class AskElaborationPayload(_Wire, frozen=True, kw_only=True):
+class AskElaborationPayload(WireStruct, frozen=True, kw_only=True):
     instruction: str
     next_action: NextAction = "clarify_then_reask"
     items: list[ElaborationItem]
 
 
-class QuestionState(_Wire, frozen=True, kw_only=True):
+class QuestionState(WireStruct, frozen=True, kw_only=True):
     status: QuestionStatus
 
 
-class AskContinuationPayload(_Wire, frozen=True, kw_only=True):
+class AskContinuationPayload(WireStruct, frozen=True, kw_only=True):
     affected_question_ids: list[str]
     preserved_answers: dict[str, AskResultAnswer]
     question_states: dict[str, QuestionState]
     strategy: Literal["refine_only", "resume"] = "refine_only"
 
 
-class AskResult(_Wire, frozen=True, kw_only=True):
+class AskResult(WireStruct, frozen=True, kw_only=True):
     title: str | UnsetType = UNSET
     cancelled: bool
     mode: ResultMode
@@ -248,7 +241,7 @@ class AskResult(_Wire, frozen=True, kw_only=True):
     elaboration: AskElaborationPayload | UnsetType = UNSET
 
 
-class CompletedEvent(_Wire, frozen=True, kw_only=True):
+class CompletedEvent(WireStruct, frozen=True, kw_only=True):
     version: Literal[1] = 1
     flow_id: str
     tool_call_id: str | UnsetType = UNSET
@@ -260,17 +253,17 @@ class CompletedEvent(_Wire, frozen=True, kw_only=True):
 # --- invalid ask_user input (a tool result, never an event) ------------------------------------
 
 
-class Issue(_Wire, frozen=True, kw_only=True):
+class Issue(WireStruct, frozen=True, kw_only=True):
     path: str
     message: str
 
 
-class InvalidInputError(_Wire, frozen=True, kw_only=True):
+class InvalidInputError(WireStruct, frozen=True, kw_only=True):
     kind: Literal["invalid_input"] = "invalid_input"
     issues: list[Issue]
 
 
-class InvalidInputResult(_Wire, frozen=True, kw_only=True):
+class InvalidInputResult(WireStruct, frozen=True, kw_only=True):
     """What the ``ask_user`` tool returns for a form that fails validation (spec §2.1)."""
 
     title: str | UnsetType = UNSET
@@ -284,19 +277,19 @@ class InvalidInputResult(_Wire, frozen=True, kw_only=True):
 # --- submit ------------------------------------------------------------------------------------
 
 
-class RemoteAnswer(_Wire, frozen=True, kw_only=True):
+class RemoteAnswer(WireStruct, frozen=True, kw_only=True):
     values: list[OptionValueStr] | UnsetType = UNSET
     custom_text: str | UnsetType = UNSET
     note: str | UnsetType = UNSET
     option_notes: dict[OptionValueStr, str] | UnsetType = UNSET
 
 
-class AnswerResponse(_Wire, frozen=True, kw_only=True, tag_field="kind", tag="answer"):
+class AnswerResponse(WireStruct, frozen=True, kw_only=True, tag_field="kind", tag="answer"):
     mode: ResultMode | UnsetType = UNSET
     answers: dict[str, RemoteAnswer]
 
 
-class CancelResponse(_Wire, frozen=True, kw_only=True, tag_field="kind", tag="cancel"):
+class CancelResponse(WireStruct, frozen=True, kw_only=True, tag_field="kind", tag="cancel"):
     if TYPE_CHECKING:
         # Without fields, type checkers fall back to Struct's ``*args: Any`` constructor.
         def __init__(self) -> None: ...
@@ -305,7 +298,7 @@ class CancelResponse(_Wire, frozen=True, kw_only=True, tag_field="kind", tag="ca
 RemoteResponse = AnswerResponse | CancelResponse
 
 
-class SubmitEvent(_Wire, frozen=True, kw_only=True):
+class SubmitEvent(WireStruct, frozen=True, kw_only=True):
     version: Literal[1] = 1
     request_id: str
     flow_id: str
@@ -317,14 +310,14 @@ class SubmitEvent(_Wire, frozen=True, kw_only=True):
 # Structs and ``submit_result_from_builtins`` decides between them.
 
 
-class SubmitAck(_Wire, frozen=True, kw_only=True):
+class SubmitAck(WireStruct, frozen=True, kw_only=True):
     version: Literal[1] = 1
     request_id: str
     flow_id: str
     ok: Literal[True] = True
 
 
-class SubmitRejection(_Wire, frozen=True, kw_only=True):
+class SubmitRejection(WireStruct, frozen=True, kw_only=True):
     version: Literal[1] = 1
     request_id: str
     flow_id: str
@@ -353,7 +346,7 @@ def submit_result_from_builtins(data: object) -> SubmitResultEvent:
 # --- ask_user input (typed form of the tool parameters) ----------------------------------------
 
 
-class AskParamsOption(_Wire, frozen=True, kw_only=True):
+class AskParamsOption(WireStruct, frozen=True, kw_only=True):
     value: str
     label: str | UnsetType = UNSET
     description: str | UnsetType = UNSET
@@ -362,7 +355,7 @@ class AskParamsOption(_Wire, frozen=True, kw_only=True):
     recommended: bool | UnsetType = UNSET
 
 
-class AskParamsQuestion(_Wire, frozen=True, kw_only=True):
+class AskParamsQuestion(WireStruct, frozen=True, kw_only=True):
     id: str
     label: str | UnsetType = UNSET
     prompt: str
@@ -371,7 +364,7 @@ class AskParamsQuestion(_Wire, frozen=True, kw_only=True):
     options: list[AskParamsOption]
 
 
-class AskParams(_Wire, frozen=True, kw_only=True):
+class AskParams(WireStruct, frozen=True, kw_only=True):
     """The ``ask_user`` tool input; ``FlowHost.start`` also takes it as a plain dict."""
 
     title: str | UnsetType = UNSET

@@ -29,10 +29,8 @@ def warn_moved_module(old: str, new: str) -> None:
 
 def moved_attribute(package: str, name: str, moved: Mapping[str, str]) -> object:
     """``package.name`` for a ``name`` that moved to module ``moved[name]``: warn, return it.
-
-    Raises:
-        AttributeError: ``name`` never was in ``package`` (as a module's ``__getattr__`` must).
-    """
+    Raises ``AttributeError`` for a name that is not in ``moved`` (as a module's ``__getattr__``
+    must)."""
     module = moved.get(name)
     if module is None:
         raise AttributeError(f"module {package!r} has no attribute {name!r}")

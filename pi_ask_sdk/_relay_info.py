@@ -20,6 +20,8 @@ class RelayInfo:
     ``pi-<label>.sock``: its ``pid`` is 0 (unknown here) until a hello tells it.
     """
 
+    __module__ = "pi_ask_sdk.transports.relay"  # documented where users import it from
+
     pid: int
     path: Path
     forwarded: bool = False

@@ -32,6 +32,7 @@ from msgspec import UNSET, UnsetType
 from typing_extensions import TypeVar
 
 from pi_ask_core import AskOption, AskQuestion, FlowSource, QuestionType, StartedEvent
+from pi_ask_core.answers import QuestionIndex
 
 from .errors import FlowMismatch, UnknownOption, UnknownQuestion
 
@@ -45,6 +46,7 @@ __all__ = [
     "QuestionId",
     "QuestionView",
     "display_text",
+    "foreign_flow",
 ]
 
 FlowId = NewType("FlowId", str)
@@ -162,8 +164,8 @@ class _OptionValue(OptionValue[F]):
         return (_option_value, (str(self), self._question_id))
 
 
-RULES: Final = "_rules"
-"""Internal: the key of a ``QuestionView``'s ``QuestionIndex`` in its ``__dict__``."""
+# The keys of what a QuestionView makes on first use and keeps in its __dict__.
+_RULES: Final = "_rules"
 _OPTIONS: Final = "_options"
 
 
@@ -186,8 +188,10 @@ def _option_value(text: str, question_id: QuestionId[F]) -> _OptionValue[F]:
     return value
 
 
-def _foreign(flow_id: FlowId, question_id: object) -> FlowId | None:
-    """The flow ``question_id`` was taken from when it is not ``flow_id`` (else ``None``)."""
+def foreign_flow(flow_id: FlowId, question_id: object) -> FlowId | None:
+    """The flow ``question_id`` (a ``QuestionId``, or anything else: then ``None``) was taken
+    from when it is not ``flow_id``, else ``None``: how a builder of one flow tells a piece of
+    another flow's form (``FlowMismatch``)."""
     other: FlowId | None = getattr(question_id, "_flow_id", None)
     return None if other is None or other == flow_id else other
 
@@ -296,8 +300,8 @@ class QuestionView(msgspec.Struct, Generic[F], frozen=True, dict=True):
     # The started event's own (immutable) question: the label, prompt, type and options are
     # read from it when asked for, so a bridge that only answers never pays for display texts
     # (made on each read: they compare by text) nor for views of every option. ``options`` (the
-    # ``OptionView``s) and the host's lookup table (``RULES``, what ``AnswerBuilder`` checks
-    # answers against) are made on first use and kept in ``__dict__`` (``dict=True``; not
+    # ``OptionView``s) and the host's lookup table (``rules``, what ``AnswerBuilder`` checks
+    # answers against) are made on first use and kept in its ``__dict__`` (``dict=True``; not
     # fields, so never compared or encoded). ``pi_ask_sdk.to_json`` writes it back as it came.
 
     @classmethod
@@ -338,6 +342,17 @@ class QuestionView(msgspec.Struct, Generic[F], frozen=True, dict=True):
                 ]
             )
         return options
+
+    @property
+    def rules(self) -> QuestionIndex:
+        """The host's lookup table for this question (``pi_ask_core.QuestionIndex``: each option
+        value's label and 1-based position), what ``AnswerBuilder`` checks answers against;
+        made from the form on first use and kept (the view is immutable)."""
+        cache = self.__dict__
+        index: QuestionIndex | None = cache.get(_RULES)
+        if index is None:
+            index = cache[_RULES] = QuestionIndex(self._wire)
+        return index
 
     @property
     def multi(self) -> bool:
@@ -436,7 +451,7 @@ class FlowView(msgspec.Struct, Generic[F], frozen=True, gc=False):
         questions it has rules for by id). Checked at run time: ``UnknownQuestion`` naming it
         for an id the form does not have (labels never match), ``FlowMismatch`` for a
         ``QuestionId`` taken from another flow."""
-        other = _foreign(self.flow_id, question_id)
+        other = foreign_flow(self.flow_id, question_id)
         if other is not None:
             raise FlowMismatch(self.flow_id, other, "question id")
         for question in self.questions:

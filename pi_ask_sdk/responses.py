@@ -36,7 +36,6 @@ from typing_extensions import Self
 from pi_ask_core import AnswerResponse, CancelResponse, RemoteAnswer, ResultMode
 from pi_ask_core.answers import (
     AnswerProblem,
-    QuestionIndex,
     check_custom_text,
     check_mode,
     check_option_notes,
@@ -59,7 +58,6 @@ from .errors import (
     UnknownQuestion,
 )
 from .forms import (
-    RULES,
     F,
     FlowId,
     FlowView,
@@ -67,7 +65,7 @@ from .forms import (
     OptionView,
     QuestionId,
     QuestionView,
-    _foreign,
+    foreign_flow,
 )
 
 __all__ = [
@@ -237,7 +235,7 @@ def check_pieces(flow_id: FlowId, response: Answer[F] | Cancel[F]) -> None:
     for qid, entry in response.answers:
         if not isinstance(qid, QuestionId) or not isinstance(entry, QuestionAnswer):
             raise InvalidArgument("submit", "response", "an Answer built by AnswerBuilder", qid)
-        other = _foreign(flow_id, qid)
+        other = foreign_flow(flow_id, qid)
         if other is not None:
             raise FlowMismatch(flow_id, other, "answer")
         for value in entry.values:
@@ -252,21 +250,11 @@ def _check_value(flow_id: FlowId, qid: QuestionId[F], value: object) -> None:
         raise InvalidArgument("submit", "response", "an Answer built by AnswerBuilder", value)
     owner = value.question_id
     if owner is not qid:
-        other = _foreign(flow_id, owner)
+        other = foreign_flow(flow_id, owner)
         if other is not None:
             raise FlowMismatch(flow_id, other, "option value")
         if owner != qid:
             raise UnknownOption(qid, f"{value} (an option of question {owner})", ())
-
-
-def _rules(view: QuestionView[F]) -> QuestionIndex:
-    """The host's lookup table for a question (value -> label and 1-based position), built
-    from its view's wire question on first use and kept on the view (views are immutable)."""
-    cache = view.__dict__
-    index: QuestionIndex | None = cache.get(RULES)
-    if index is None:
-        index = cache[RULES] = QuestionIndex(view._wire)
-    return index
 
 
 def _select_problem(qid: QuestionId[F], problem: AnswerProblem) -> InvalidSelection:
@@ -341,7 +329,7 @@ class AnswerBuilder(Generic[F]):
             if found is question:
                 return found
         if isinstance(question, QuestionView):
-            other = _foreign(flow.flow_id, question.id)
+            other = foreign_flow(flow.flow_id, question.id)
             if other is not None:
                 raise FlowMismatch(flow.flow_id, other, "question")
             found = flow.question(question.id)  # raises UnknownQuestion
@@ -370,7 +358,7 @@ class AnswerBuilder(Generic[F]):
             )
         qid = value.question_id
         if qid is not view.id:
-            other = _foreign(view.id.flow_id, qid)
+            other = foreign_flow(view.id.flow_id, qid)
             if other is not None:
                 raise FlowMismatch(view.id.flow_id, other, "option value")
             if qid != view.id:
@@ -399,7 +387,7 @@ class AnswerBuilder(Generic[F]):
         values = tuple([self._value("select", "options", view, option) for option in options])
         before = self._answers.get(view.id)
         if values:
-            index = _rules(view)
+            index = view.rules
             problem = check_values(index.id, values, index)
             if problem is None and before is not None:
                 problem = check_custom_text(index.id, before.custom_text, True, index)
@@ -424,7 +412,7 @@ class AnswerBuilder(Generic[F]):
             self._answers[view.id] = QuestionAnswer(custom_text=custom)
             return self
         if custom is not None:
-            index = _rules(view)
+            index = view.rules
             problem = check_custom_text(index.id, custom, bool(before.values), index)
             if problem is not None:
                 raise _custom_text_problem(view.id, problem)
@@ -452,7 +440,7 @@ class AnswerBuilder(Generic[F]):
         view = self._question("option_note", question)
         value = self._value("option_note", "option", view, option)
         text = self._checked_text("option_note", "text", text)
-        index = _rules(view)
+        index = view.rules
         kept = check_option_notes(index.id, {value: text}, index)  # {} for a blank note
         if type(kept) is AnswerProblem:
             raise _option_note_problem(view.id, kept)
@@ -578,7 +566,7 @@ class ApprovalMapping(Generic[F]):
         for button, action in self._buttons.items():
             if isinstance(action, CancelFlow):
                 continue
-            other = _foreign(flow.flow_id, action.question_id)
+            other = foreign_flow(flow.flow_id, action.question_id)
             if other is not None:
                 raise FlowMismatch(flow.flow_id, other, "approval mapping")
             if not flow.has_question(action.question_id):

@@ -113,3 +113,247 @@ def test_the_import_graph_has_no_cycle() -> None:
 def test_the_check_finds_a_cycle() -> None:
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+# --- the two wings -------------------------------------------------------------------------------
+
+TOOLING = ("pi_ask_sdk.testing", "pi_ask_sdk.cli")
+"""The tooling's wings: the test tooling and the ``pi-ask`` command (each with its modules)."""
+
+DEPRECATED_PATHS = ("pi_ask_sdk.standin", "pi_ask_sdk.realpi", "pi_ask_sdk.pytest_plugin")
+"""The tooling's old paths (shims re-exporting the tooling for one release): tooling too."""
+
+
+def in_package(name: str, packages: tuple[str, ...]) -> bool:
+    return any(name == package or name.startswith(package + ".") for package in packages)
+
+
+def is_library(name: str) -> bool:
+    """Everything in ``pi_ask_sdk`` outside the tooling's wings and its old paths."""
+    return in_package(name, ("pi_ask_sdk",)) and not in_package(name, TOOLING + DEPRECATED_PATHS)
+
+
+def dynamic_imports(path: Path) -> set[str]:
+    """Modules named by ``importlib.import_module("...")`` / ``__import__("...")`` calls."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call) and node.args:
+            func = node.func
+            called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            first = node.args[0]
+            if called in ("import_module", "__import__") and isinstance(first, ast.Constant):
+                found.add(str(first.value))
+    return found
+
+
+def test_the_library_never_imports_the_tooling() -> None:
+    """The library (``pi_ask_sdk`` outside ``testing/`` and ``cli/``) imports neither wing: not at
+    module level, not under ``TYPE_CHECKING``, not inside a function, not by
+    ``importlib.import_module`` with a literal name. The one way from the library to the
+    tooling is the root's table of names that moved (``pi_ask_sdk._MOVED``, resolved by name on
+    first use, with a ``DeprecationWarning``, for one release); it names only modules that
+    exist."""
+    known = modules()
+    edges = graph()
+    strays = sorted(
+        f"{module} -> {target}"
+        for module, targets in edges.items()
+        if is_library(module)
+        for target in targets | dynamic_imports(known[module])
+        if in_package(target, TOOLING + DEPRECATED_PATHS)
+    )
+    assert strays == []
+
+    import pi_ask_sdk
+
+    moved = pi_ask_sdk._MOVED  # (the table the root's __getattr__ reads)
+    assert set(moved.values()) <= set(known)
+
+
+def test_the_wing_check_sees_every_kind_of_import(tmp_path: Path) -> None:
+    source = tmp_path / "m.py"
+    source.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "import importlib\n"
+        "if TYPE_CHECKING:\n"
+        "    from pi_ask_sdk.testing import FakeHost\n"
+        "def f():\n"
+        "    from .cli import main\n"
+        "    return importlib.import_module('pi_ask_sdk.testing.realpi')\n",
+        encoding="utf-8",
+    )
+    known = {"pi_ask_sdk.m": source, "pi_ask_sdk.testing": source, "pi_ask_sdk.cli": source}
+    known |= {"pi_ask_sdk.testing.realpi": source}
+    found = imported("pi_ask_sdk.m", source, known) | dynamic_imports(source)
+    assert {name for name in found if in_package(name, TOOLING)} == {
+        "pi_ask_sdk.testing",
+        "pi_ask_sdk.cli",
+        "pi_ask_sdk.testing.realpi",
+    }
+    assert is_library("pi_ask_sdk.client")
+    assert is_library("pi_ask_sdk.transports.relay")
+    assert not is_library("pi_ask_sdk.testing.standin")
+    assert not is_library("pi_ask_sdk.realpi")
+    assert not is_library("pi_ask_core.host")
+
+
+# --- private names -------------------------------------------------------------------------------
+
+
+def is_private(part: str) -> bool:
+    return part.startswith("_") and not part.startswith("__")
+
+
+def private_imports(name: str, path: Path, known: dict[str, Path]) -> list[str]:
+    """The private names that module ``name`` imports against the rule of
+    ``test_no_module_imports_a_private_name_of_another``."""
+    is_package = path.name == "__init__.py"
+    own_package = name if is_package else name.rpartition(".")[0]
+    wing = wing_of(name)
+    found: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        targets: list[tuple[str, str]] = []  # (module, name imported from it or "")
+        if isinstance(node, ast.Import):
+            targets = [(alias.name, "") for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = name.split(".") if is_package else name.split(".")[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                source = ".".join(base + ([node.module] if node.module else []))
+            else:
+                source = node.module or ""
+            targets = [(source, alias.name) for alias in node.names]
+        for source, imported_name in targets:
+            if imported_name and f"{source}.{imported_name}" in known:
+                source, imported_name = f"{source}.{imported_name}", ""  # a submodule
+            # A private module is its package's (and the package's subpackages'), in one wing.
+            parts = source.split(".")
+            for depth, part in enumerate(parts):
+                if is_private(part):
+                    holder = ".".join(parts[:depth])
+                    if not in_package(own_package, (holder,)) or wing_of(source) != wing:
+                        found.append(f"{name}: {source}")
+                    break
+            # A private name (not a submodule) is private to the module that defines it.
+            if imported_name and is_private(imported_name):
+                found.append(f"{name}: {source}.{imported_name}")
+    return found
+
+
+MODULES = modules()
+
+
+def wing_of(name: str) -> str:
+    for wing in TOOLING:
+        if in_package(name, (wing,)):
+            return wing
+    return name.split(".")[0]
+
+
+def test_no_module_imports_a_private_name_of_another() -> None:
+    """No module of ``pi_ask_core`` or ``pi_ask_sdk`` imports another module's private name.
+
+    The rule, for every import statement anywhere in a module (top level, ``TYPE_CHECKING``,
+    inside functions):
+
+    * a private name (one ``_`` then not another: ``_x``, not ``__all__``) defined in a module
+      is that module's alone: ``from m import _x`` is refused in every other module;
+    * a private module ``p._m`` (or anything under it) belongs to its package ``p``: it may be
+      imported by ``p``'s ``__init__`` and by the modules and subpackages of ``p``, and only
+      within one wing (the library, ``pi_ask_sdk.testing``, ``pi_ask_sdk.cli``; ``pi_ask_core``
+      is its own): so ``pi_ask_sdk.client`` may use ``pi_ask_sdk._pending`` and
+      ``pi_ask_sdk.transports.relay`` its ``_wire``, but ``pi_ask_sdk.cli`` may not use
+      ``pi_ask_sdk.transports.relay._discovery`` nor ``pi_ask_sdk.testing`` ``pi_ask_sdk._json``:
+      the tooling uses the library's public API, as a user would.
+
+    Names inside a private module need no underscore (the module already says "private").
+    """
+    found = [
+        line for name, path in MODULES.items() for line in private_imports(name, path, MODULES)
+    ]
+    assert found == []
+
+
+def test_the_private_name_check_finds_each_kind(tmp_path: Path) -> None:
+    source = tmp_path / "m.py"
+    source.write_text(
+        "from pi_ask_core.answers import _is_object\n"  # a private name of another module
+        "from pi_ask_sdk._pending import SubmitBook\n"  # a private module of the library
+        "from ._prompts import ask\n"  # its own package's private module
+        "from . import _prompts\n"  # the same, named as a submodule
+        "from pi_ask_sdk import _pending\n",  # the library's private module, named so
+        encoding="utf-8",
+    )
+    known = {**MODULES, "pi_ask_sdk.cli._prompts": source}
+    found = private_imports("pi_ask_sdk.cli.m", source, known)
+    assert found == [
+        "pi_ask_sdk.cli.m: pi_ask_core.answers._is_object",
+        "pi_ask_sdk.cli.m: pi_ask_sdk._pending",  # the tooling uses the library's public API
+        "pi_ask_sdk.cli.m: pi_ask_sdk._pending",
+    ]
+    # In the library, its own private module is fine; another module's private name is not.
+    assert private_imports("pi_ask_sdk.m", source, known) == [
+        "pi_ask_sdk.m: pi_ask_core.answers._is_object",
+        "pi_ask_sdk.m: pi_ask_sdk._prompts",  # (no such module: a private name of pi_ask_sdk)
+    ]
+
+
+# --- no writing into another object's __dict__ ---------------------------------------------------
+
+
+def foreign_writes(path: Path) -> list[str]:
+    """Where a module reaches into an object other than ``self``/``cls``: its ``__dict__`` or
+    ``vars()``, ``setattr``/``object.__setattr__`` on it, or a dunder assigned on it (say
+    ``SomeClass.__module__ = ...``)."""
+    mine = ("self", "cls")
+    found: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        where = f"{path.name}:{getattr(node, 'lineno', 0)}"
+        if isinstance(node, ast.Attribute) and node.attr == "__dict__":
+            if not (isinstance(node.value, ast.Name) and node.value.id in mine):
+                found.append(f"{where}: {ast.unparse(node)}")
+        elif isinstance(node, ast.Call):
+            called = ast.unparse(node.func)
+            target = node.args[0] if node.args else None
+            owned = isinstance(target, ast.Name) and target.id in mine
+            writes = called in ("vars", "setattr", "object.__setattr__", "type.__setattr__")
+            if writes and not owned:
+                found.append(f"{where}: {called}(...)")
+        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if (
+                    isinstance(target, ast.Attribute)
+                    and target.attr.startswith("__")
+                    and not (isinstance(target.value, ast.Name) and target.value.id in mine)
+                ):
+                    found.append(f"{where}: {ast.unparse(target)} =")
+    return sorted(found)
+
+
+def test_no_module_writes_into_another_objects_dict() -> None:
+    """A class keeps its own state: no module reads or writes another object's ``__dict__``
+    (a view's cache is made by the view's own method), calls ``setattr`` or
+    ``object.__setattr__`` on an object other than ``self``/``cls``, or sets a dunder on a class
+    from outside it (a re-exported class says where it is documented in its own body)."""
+    found = [line for path in MODULES.values() for line in foreign_writes(path)]
+    assert found == []
+
+
+def test_the_foreign_write_check_finds_each_kind(tmp_path: Path) -> None:
+    source = tmp_path / "m.py"
+    source.write_text(
+        "def f(view, cls):\n"
+        "    view.__dict__['k'] = 1\n"
+        "    object.__setattr__(view, 'x', 1)\n"
+        "    Thing.__module__ = 'p'\n"
+        "    cls.__dict__.get('k')\n"  # a classmethod's own class: fine
+        "class Thing:\n"
+        "    __module__ = 'p'\n",  # in its own body: fine
+        encoding="utf-8",
+    )
+    assert foreign_writes(source) == [
+        "m.py:2: view.__dict__",
+        "m.py:3: object.__setattr__(...)",
+        "m.py:4: Thing.__module__ =",
+    ]

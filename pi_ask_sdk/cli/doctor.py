@@ -28,11 +28,12 @@ from pi_ask_sdk.transports.relay import (
     RelayTransport,
     check_relay_dir,
     check_relay_socket,
+    is_forwarded_name,
+    local_socket_pid,
     pid_alive,
     relay_dir,
     relay_extension_path,
 )
-from pi_ask_sdk.transports.relay._discovery import is_forwarded_name, local_socket_pid
 
 from .processes import PiProcessInfo, find_pi_processes
 from .text import clean, json_line

@@ -11,8 +11,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from pi_ask_sdk.transports.relay import pid_alive, relay_dir
-from pi_ask_sdk.transports.relay._discovery import local_socket_pid
+from pi_ask_sdk.transports.relay import local_socket_pid, pid_alive, relay_dir
 
 __all__ = ["PiProcessInfo", "find_pi_processes"]
 

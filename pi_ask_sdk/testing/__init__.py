@@ -44,11 +44,11 @@ from pi_ask_core import (
     decode_event,
 )
 from pi_ask_core import AskParams as AskParamsStruct
-from pi_ask_sdk._json import JsonValue
 from pi_ask_sdk.client import BridgeClient
 from pi_ask_sdk.errors import ConnectionLost
 from pi_ask_sdk.forms import F, FlowId, FlowView
 from pi_ask_sdk.responses import Answer, Cancel, Response, UncheckedAnswer, check_pieces
+from pi_ask_sdk.serialise import JsonValue
 from pi_ask_sdk.sync import SyncBridgeClient
 from pi_ask_sdk.transports.base import EndReason, TransportListener
 from pi_ask_sdk.transports.memory import MemoryTransport

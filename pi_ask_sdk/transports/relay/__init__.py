@@ -64,6 +64,8 @@ from ._discovery import (
     check_relay_dir,
     check_relay_socket,
     discover_relays,
+    is_forwarded_name,
+    local_socket_pid,
     pid_alive,
     relay_dir,
     relay_extension_path,
@@ -103,14 +105,11 @@ __all__ = [
     "check_relay_socket",
     "discover",
     "discover_relays",
+    "is_forwarded_name",
+    "local_socket_pid",
     "pid_alive",
     "relay_dir",
     "relay_extension_path",
     "replace_lone_surrogates",
     "resolve_relay",
 ]
-
-# Documented where users import them from.
-for _public in (RelayTransport, RelayHello, RelayInfo):
-    _public.__module__ = __name__
-del _public

@@ -16,16 +16,16 @@ from ._wire import (
     PING,
     PONG_LINE,
     PROTOCOL,
+    Envelope,
+    ErrorLine,
+    EventLine,
+    GoodbyeLine,
+    PingLine,
     RelayHello,
     RelayRole,
-    _decode_envelope,
-    _Envelope,
-    _Error,
-    _Event,
-    _Goodbye,
-    _Ping,
-    _SessionEnd,
-    _Welcome,
+    SessionEndLine,
+    WelcomeLine,
+    decode_envelope,
     encode_client_hello,
 )
 
@@ -47,16 +47,16 @@ class _Owner(Protocol):
 
     _foreign_results: bool
 
-    def _deliver(self, conn: _Protocol, channel: str, data: object, replay: bool) -> None: ...
+    def _deliver(self, conn: RelayProtocol, channel: str, data: object, replay: bool) -> None: ...
 
-    def _session_end(self, conn: _Protocol, reason: str) -> None: ...
+    def _session_end(self, conn: RelayProtocol, reason: str) -> None: ...
 
-    def _connection_lost(self, conn: _Protocol) -> None: ...
+    def _connection_lost(self, conn: RelayProtocol) -> None: ...
 
-    def _ping_answered(self, conn: _Protocol) -> None: ...
+    def _ping_answered(self, conn: RelayProtocol) -> None: ...
 
 
-class _Protocol(asyncio.BufferedProtocol):
+class RelayProtocol(asyncio.BufferedProtocol):
     """One socket connection: frames lines, decodes envelopes, hands them to the transport.
 
     A ``BufferedProtocol``: the socket is read into one buffer kept for the connection. (With a
@@ -90,7 +90,7 @@ class _Protocol(asyncio.BufferedProtocol):
         self.writable: asyncio.Event = asyncio.Event()
         self.writable.set()
         # what arrives after hello, before the transport adopts this connection (the replays)
-        self.queued: list[_Event | _SessionEnd] | None = []
+        self.queued: list[EventLine | SessionEndLine] | None = []
 
     def adopt(self) -> None:
         """Start handing messages to the owner, first those that came with the hello."""
@@ -173,7 +173,7 @@ class _Protocol(asyncio.BufferedProtocol):
         if not line or line.isspace():  # (strip() would copy the line)
             return
         try:
-            envelope = _decode_envelope(line)
+            envelope = decode_envelope(line)
         except (msgspec.ValidationError, msgspec.DecodeError, RecursionError) as exc:
             log.warning(
                 "pi_ask_sdk.relay: skipped an undecodable line (%d bytes) from %s: %s",
@@ -182,20 +182,20 @@ class _Protocol(asyncio.BufferedProtocol):
                 "nested too deeply" if isinstance(exc, RecursionError) else exc,
             )
             return
-        if type(envelope) is _Event and self.queued is None:
+        if type(envelope) is EventLine and self.queued is None:
             # The common case first: an event once the connection is adopted (adopted means
             # after the hello), in as few steps as possible: this runs for every verdict.
             self._event(envelope)
         elif not self.hello.done():
             self._greeting(envelope)
-        elif isinstance(envelope, _Ping):
+        elif isinstance(envelope, PingLine):
             # Answered here, in the reader: a bridge whose own code is slow (a person thinking,
             # a handler awaiting) is alive; only a stopped or blocked event loop is silent.
             transport = self.transport
             if transport is not None and not transport.is_closing():
                 transport.write(PONG_LINE)
                 self.owner._ping_answered(self)
-        elif isinstance(envelope, _Goodbye):
+        elif isinstance(envelope, GoodbyeLine):
             self.goodbye = envelope.reason
             log.warning(
                 "pi_ask_sdk.relay: relay %s dropped this connection (%s): %s",
@@ -203,10 +203,10 @@ class _Protocol(asyncio.BufferedProtocol):
                 envelope.reason,
                 envelope.message,
             )
-        elif isinstance(envelope, _Welcome):
+        elif isinstance(envelope, WelcomeLine):
             self.welcome = envelope.role
             self._check_ready()
-        elif isinstance(envelope, _Error):
+        elif isinstance(envelope, ErrorLine):
             log.warning(
                 "pi_ask_sdk.relay: relay %s refused a message: %s: %s",
                 self.path,
@@ -216,22 +216,22 @@ class _Protocol(asyncio.BufferedProtocol):
         elif isinstance(envelope, RelayHello):
             log.warning("pi_ask_sdk.relay: ignored a second hello from %s", self.path)
         elif self.queued is not None:
-            if isinstance(envelope, _SessionEnd):
+            if isinstance(envelope, SessionEndLine):
                 self.session_end = envelope.reason
             self.queued.append(envelope)
             self._check_ready()
         else:
-            if isinstance(envelope, _SessionEnd):
+            if isinstance(envelope, SessionEndLine):
                 self.session_end = envelope.reason
             self._dispatch(envelope)
 
-    def _dispatch(self, envelope: _Event | _SessionEnd) -> None:
-        if isinstance(envelope, _Event):
+    def _dispatch(self, envelope: EventLine | SessionEndLine) -> None:
+        if isinstance(envelope, EventLine):
             self._event(envelope)
-        elif isinstance(envelope, _SessionEnd):
+        elif isinstance(envelope, SessionEndLine):
             self.owner._session_end(self, envelope.reason)
 
-    def _event(self, envelope: _Event) -> None:
+    def _event(self, envelope: EventLine) -> None:
         channel = envelope.channel
         if envelope.own is False and channel == SUBMIT_RESULT and not self.owner._foreign_results:
             return  # the verdict on another connection's submit (it may share our ids)
@@ -241,7 +241,7 @@ class _Protocol(asyncio.BufferedProtocol):
             return
         self.owner._deliver(self, channel, data, envelope.replay)
 
-    def _greeting(self, envelope: _Envelope) -> None:
+    def _greeting(self, envelope: Envelope) -> None:
         if not isinstance(envelope, RelayHello):
             problem = (
                 f"the first message is {type(envelope).__name__.strip('_').lower()}, not hello"
@@ -266,8 +266,8 @@ class _Protocol(asyncio.BufferedProtocol):
             return
         hello = self.hello.result()
         queued = self.queued or []
-        replays = sum(1 for e in queued if isinstance(e, _Event) and e.replay)
-        ended = any(isinstance(e, _SessionEnd) for e in queued)
+        replays = sum(1 for e in queued if isinstance(e, EventLine) and e.replay)
+        ended = any(isinstance(e, SessionEndLine) for e in queued)
         welcomed = hello.client_hello < 1 or self.welcome is not None
         if (replays >= hello.replaying and welcomed) or ended:
             self.ready.set_result(hello)

@@ -32,15 +32,16 @@ _FORWARD_RE: Final = re.compile(r"^pi-(?!\d+\.sock$).+\.sock$")
 
 
 def local_socket_pid(name: str) -> int | None:
-    """The pid in a local relay socket's file name (``pi-<pid>.sock``); None for other names.
-    The one place that knows the pattern (the CLI's doctor and process listing use it too)."""
+    """The pid in ``name``, a local relay socket's file name (``pi-<pid>.sock``, a name in a
+    relay directory, not a path); None for other names."""
     match = _SOCKET_RE.match(name)
     return None if match is None else int(match.group(1))
 
 
 def is_forwarded_name(name: str) -> bool:
-    """Whether ``name`` is a forwarded relay socket's file name (``pi-<label>.sock``, the label
-    not a pid). The one place that knows that pattern (the CLI's doctor uses it too)."""
+    """Whether ``name`` (a name in a relay directory, not a path) is a forwarded relay
+    socket's: ``pi-<label>.sock``, the label not a pid (where ``ssh -L`` forwards a remote Pi's
+    relay to)."""
     return _FORWARD_RE.match(name) is not None
 
 

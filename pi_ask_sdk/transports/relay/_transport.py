@@ -24,7 +24,7 @@ from pi_ask_sdk.errors import (
 )
 from pi_ask_sdk.transports.base import TransportListener
 
-from ._connection import _Protocol
+from ._connection import RelayProtocol
 from ._discovery import check_relay_socket, pid_alive, resolve_relay
 from ._wire import DEFAULT_MAX_LINE_BYTES, RelayHello, RelayRole, encode_emit
 
@@ -52,6 +52,8 @@ class RelayTransport:
     ``"observer"`` only watches and never makes a form wait (``pi-ask watch``, ``pi-ask
     doctor``). A relay older than the client hello gets no hello (``hello.client_hello == 0``).
     """
+
+    __module__ = "pi_ask_sdk.transports.relay"  # documented where users import it from
 
     def __init__(
         self,
@@ -83,7 +85,7 @@ class RelayTransport:
         self._max_line = max_line_bytes
         self._state: _State = "new"
         self._listener: TransportListener | None = None
-        self._conn: _Protocol | None = None
+        self._conn: RelayProtocol | None = None
         self._info: RelayInfo | None = None
         self._hello: RelayHello | None = None
         self._task: asyncio.Task[None] | None = None
@@ -185,12 +187,13 @@ class RelayTransport:
             raise RelayPathTooLong(info.path)
         await self._check_socket(info.path)
         loop = asyncio.get_running_loop()
-        made: list[_Protocol] = []
+        made: list[RelayProtocol] = []
 
         async def handshake() -> RelayHello:
             try:
                 _, conn = await loop.create_unix_connection(
-                    lambda: _Protocol(self, info.path, self._max_line, self._role), str(info.path)
+                    lambda: RelayProtocol(self, info.path, self._max_line, self._role),
+                    str(info.path),
                 )
             except (ConnectionRefusedError, FileNotFoundError):
                 why = (
@@ -256,12 +259,12 @@ class RelayTransport:
 
     # --- callbacks from the protocol ---
 
-    def _deliver(self, conn: _Protocol, channel: str, data: object, replay: bool) -> None:
+    def _deliver(self, conn: RelayProtocol, channel: str, data: object, replay: bool) -> None:
         listener = self._listener
         if listener is not None and conn is self._conn:
             listener.message(channel, data, replay=replay)
 
-    def _session_end(self, conn: _Protocol, reason: str) -> None:
+    def _session_end(self, conn: RelayProtocol, reason: str) -> None:
         if conn is not self._conn or self._state != "connected":
             return
         log.info("pi_ask_sdk.relay: Pi session ended (%s)", reason)
@@ -272,7 +275,7 @@ class RelayTransport:
         # The session is over whether or not the relay closes the socket: reconnect at once.
         conn.abort()
 
-    def _ping_answered(self, conn: _Protocol) -> None:
+    def _ping_answered(self, conn: RelayProtocol) -> None:
         self._pings_answered += 1
 
     def _local_pid(self) -> int:
@@ -286,7 +289,7 @@ class RelayTransport:
             return 0
         return hello.pid
 
-    def _connection_lost(self, conn: _Protocol) -> None:
+    def _connection_lost(self, conn: RelayProtocol) -> None:
         if conn is not self._conn or self._state == "closed":
             return
         self._conn = None

@@ -64,7 +64,7 @@ class RelayHello(
     """How long such a client may send nothing before the relay drops it (milliseconds)."""
 
 
-class _Welcome(
+class WelcomeLine(
     msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="type", tag="welcome"
 ):
     """The relay's reply to our client hello: the role it now counts us in."""
@@ -72,11 +72,11 @@ class _Welcome(
     role: str = "observer"
 
 
-class _Ping(msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="type", tag="ping"):
+class PingLine(msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="type", tag="ping"):
     """The relay asks whether we are alive: the reader answers at once."""
 
 
-class _Goodbye(
+class GoodbyeLine(
     msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="type", tag="goodbye"
 ):
     """The relay's last line before it closes a connection it dropped (``unresponsive``: it
@@ -86,7 +86,7 @@ class _Goodbye(
     message: str = ""
 
 
-class _Event(msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="type", tag="event"):
+class EventLine(msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="type", tag="event"):
     channel: str
     data: msgspec.Raw
     replay: bool = False
@@ -95,22 +95,24 @@ class _Event(msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="typ
     when the relay cannot tell, e.g. a submit emitted inside Pi)."""
 
 
-class _SessionEnd(
+class SessionEndLine(
     msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="type", tag="session_end"
 ):
     reason: str = "unknown"
 
 
-class _Error(msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="type", tag="error"):
+class ErrorLine(msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="type", tag="error"):
     code: str = "unknown"
     message: str = ""
 
 
 # The envelopes hold only strings, numbers and raw JSON: never a cycle, so the garbage collector
 # need not track them (fewer tracked objects per line, fewer collections).
-_Envelope = RelayHello | _Event | _SessionEnd | _Error | _Welcome | _Ping | _Goodbye
+Envelope = (
+    RelayHello | EventLine | SessionEndLine | ErrorLine | WelcomeLine | PingLine | GoodbyeLine
+)
 
-_ENVELOPE: Final = msgspec.json.Decoder(_Envelope)
+_ENVELOPE: Final = msgspec.json.Decoder(Envelope)
 _ENCODER: Final = msgspec.json.Encoder()
 
 
@@ -133,7 +135,7 @@ def replace_lone_surrogates(line: bytes) -> bytes:
     return _SURROGATE_ESCAPE.sub(_replace_surrogate, line)
 
 
-def _decode_envelope(line: bytes) -> _Envelope:
+def decode_envelope(line: bytes) -> Envelope:
     try:
         return _ENVELOPE.decode(line)
     except msgspec.DecodeError:
