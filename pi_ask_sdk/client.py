@@ -66,7 +66,7 @@ from .outcomes import (
     SubmitTimedOut,
 )
 from .responses import Response, UncheckedAnswer, check_pieces
-from .transports.base import DecodedJsonTransport, EndReason, Transport, TransportFactory
+from .transports.base import EndReason, Transport, TransportFactory
 
 __all__ = ["DEFAULT_TIMEOUT", "BridgeClient", "ClientStream"]
 
@@ -156,11 +156,6 @@ class BridgeClient:
         if completed_memory < 1:
             raise ValueError("completed_memory must be at least 1")
         self._transport = transport
-        # Submits go as decoded JSON, built straight from the response, when the transport
-        # takes them so (an in-process bus); else as a SubmitEvent.
-        self._send_decoded = (
-            transport.send_decoded if isinstance(transport, DecodedJsonTransport) else None
-        )
         self._prefix = request_id_prefix
         self._memory_size = completed_memory
         self._state: Literal["new", "open", "disconnected", "closed"] = "new"
@@ -294,19 +289,9 @@ class BridgeClient:
         ticket = self._prepare(flow, response, request_id)
         rid, flow_id = ticket.request_id, ticket.flow_id
         try:
-            send_decoded = self._send_decoded
-            if send_decoded is None:
-                await self._transport.send(
-                    SubmitEvent(request_id=rid, flow_id=flow_id, response=response.to_wire())
-                )
-            else:
-                payload = {
-                    "version": 1,
-                    "requestId": rid,
-                    "flowId": flow_id,
-                    "response": response.to_builtins(),
-                }  # = msgspec.to_builtins(SubmitEvent(...)): see tests/sdk/test_responses.py
-                await send_decoded(payload, rid, flow_id)
+            await self._transport.send(
+                SubmitEvent(request_id=rid, flow_id=flow_id, response=response.to_wire())
+            )
         except BaseException:
             self._book.disarm(ticket._pending)
             raise

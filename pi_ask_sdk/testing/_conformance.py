@@ -14,8 +14,6 @@ import threading
 from collections.abc import Callable
 from typing import Final
 
-import msgspec
-
 from pi_ask_core import (
     COMPLETED,
     STARTED,
@@ -33,7 +31,7 @@ from pi_ask_core import (
     decode_event,
 )
 from pi_ask_sdk.errors import ConnectionLost
-from pi_ask_sdk.transports.base import DecodedJsonTransport, EndReason, Transport
+from pi_ask_sdk.transports.base import EndReason, Transport
 
 from ._params import AskParams
 from .errors import TransportCheckFailed
@@ -159,8 +157,7 @@ async def check_transport(
     opened while the form is open replays it (``replay=True``); a submit the host refuses comes
     back as its ``submit-result`` with the same ``requestId`` and ``flowId``, as does one for an
     unknown flow; an accepted submit gets its ``submit-result`` and the flow's ``completed``
-    (either order); a transport with ``send_decoded`` (``DecodedJsonTransport``) gets the
-    unknown-flow submit that way too; after ``close`` nothing more is delivered, ``send`` raises
+    (either order); after ``close`` nothing more is delivered, ``send`` raises
     ``ConnectionLost`` and ``close`` may be called again. ``tool_call_id``s start with
     ``prefix``; the host must answer in ``timeout`` seconds.
     """
@@ -243,19 +240,6 @@ async def check_transport(
             raise TransportCheckFailed(
                 "unknown_flow", f"expected a flow_not_found rejection, got {verdict!r}"
             )
-        if isinstance(first, DecodedJsonTransport):  # the same submit as decoded JSON
-            rid = f"{prefix}-unknown-decoded"
-            fid = f"{prefix}:no-such-flow"
-            decoded = msgspec.to_builtins(_submit(rid, fid, "deploy", "yes"))
-            await first.send_decoded(decoded, rid, fid)
-            _, verdict, _ = await listener.expect(
-                "unknown_flow", f'the submit-result for "{rid}"', _result(rid), timeout
-            )
-            if not isinstance(verdict, SubmitRejection) or verdict.error != "flow_not_found":
-                raise TransportCheckFailed(
-                    "unknown_flow",
-                    f"expected a flow_not_found rejection of send_decoded(), got {verdict!r}",
-                )
         passed.append("unknown_flow")
 
         rid = f"{prefix}-accepted"

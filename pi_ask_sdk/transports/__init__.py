@@ -10,20 +10,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .base import (
-    DecodedJsonTransport,
-    EndReason,
-    Transport,
-    TransportFactory,
-    TransportListener,
-)
+from . import base
+from .base import EndReason, Transport, TransportFactory, TransportListener
 from .memory import MemoryTransport
 
 if TYPE_CHECKING:
     from .relay import RelayTransport
 
 __all__ = [
-    "DecodedJsonTransport",
     "EndReason",
     "MemoryTransport",
     "RelayTransport",
@@ -38,4 +32,6 @@ def __getattr__(name: str) -> object:
         from .relay import RelayTransport
 
         return RelayTransport
+    if name == "DecodedJsonTransport":  # deprecated: .base warns
+        return getattr(base, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

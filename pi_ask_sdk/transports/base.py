@@ -19,22 +19,18 @@ Contract:
   (``submit-result`` and ``completed`` delivered before ``send`` returns); the client has armed
   its waiter first. Raise ``ConnectionLost`` when the submit cannot be delivered.
 * ``close()`` stops delivery; after it the listener is not called again. It is idempotent.
-* Optionally (``DecodedJsonTransport``), ``send_decoded(payload, request_id, flow_id)``: the
-  same submit as decoded JSON (what ``msgspec.to_builtins`` makes of the ``SubmitEvent``), for
-  a transport whose host takes decoded JSON (an in-process bus, where a bridge on
-  ``pi.events`` emits a plain object). The client then builds that object straight from the
-  response instead of a ``SubmitEvent`` the transport would convert. Same rules as ``send``.
 """
 
 from __future__ import annotations
 
+import sys
+import warnings
 from collections.abc import Callable
-from typing import Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from pi_ask_core import SubmitEvent
 
 __all__ = [
-    "DecodedJsonTransport",
     "EndReason",
     "Transport",
     "TransportFactory",
@@ -63,13 +59,31 @@ class Transport(Protocol):
 
 
 @runtime_checkable
-class DecodedJsonTransport(Transport, Protocol):
-    """A ``Transport`` that also takes a submit as decoded JSON (see the module docstring);
-    ``BridgeClient`` uses ``send_decoded`` when its transport has it."""
+class _DecodedJsonTransport(Transport, Protocol):
+    """Deprecated (``pi_ask_sdk.transports.DecodedJsonTransport``): ``BridgeClient`` no longer
+    calls ``send_decoded``; every submit goes through ``send``."""
 
     async def send_decoded(
         self, payload: dict[str, object], request_id: str, flow_id: str
     ) -> None: ...
+
+
+if not TYPE_CHECKING:  # a type checker reports the removed name
+
+    def __getattr__(name: str) -> object:
+        if name != "DecodedJsonTransport":
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        # Point at the caller's line, past pi_ask_sdk.transports forwarding the name here.
+        level, frame = 2, sys._getframe(1)
+        while frame.f_back is not None and frame.f_globals.get("__name__") == __package__:
+            level, frame = level + 1, frame.f_back
+        warnings.warn(
+            "DecodedJsonTransport is deprecated and removed in 0.3.0: BridgeClient sends every "
+            "submit through Transport.send (send_decoded is no longer called).",
+            DeprecationWarning,
+            stacklevel=level,
+        )
+        return _DecodedJsonTransport
 
 
 TransportFactory = Callable[[], Transport]

@@ -108,14 +108,6 @@ class MemoryTransport:
         # Decoded-JSON shape, as a bridge on pi.events sends it.
         self._emit(msgspec.to_builtins(payload), payload.request_id, payload.flow_id)
 
-    async def send_decoded(self, payload: dict[str, object], request_id: str, flow_id: str) -> None:
-        if type(self).send is not MemoryTransport.send:
-            # A subclass that overrides send() (to record, delay or fail submits) still sees
-            # every submit there: the client's shortcut must not bypass it.
-            await self.send(msgspec.convert(payload, SubmitEvent))
-            return
-        self._emit(payload, request_id, flow_id)
-
     def _emit(self, payload: object, request_id: str, flow_id: str) -> None:
         if self._listener is None:
             raise ConnectionLost("disconnected", "the memory transport is not open")

@@ -7,7 +7,7 @@ import msgspec
 import pytest
 
 from pi_ask_core import STARTED, SubmitEvent
-from pi_ask_sdk import AnswerBuilder, BridgeClient, MemoryTransport, SubmitAccepted
+from pi_ask_sdk import AnswerBuilder, BridgeClient, SubmitAccepted
 from pi_ask_sdk.testing import (
     CHECKS,
     AskParams,
@@ -16,6 +16,7 @@ from pi_ask_sdk.testing import (
     check_transport,
     yes_no_params,
 )
+from pi_ask_sdk.transports import MemoryTransport
 from pi_ask_sdk.transports.base import TransportListener
 
 from .conftest import TIMEOUT
@@ -98,8 +99,7 @@ class _Recording(MemoryTransport):
 
 @pytest.mark.asyncio
 async def test_a_subclass_that_overrides_send_still_sees_every_submit() -> None:
-    # The client hands MemoryTransport submits as decoded JSON (send_decoded); an override of
-    # send() must not be bypassed by that shortcut.
+    # A subclass that records, delays or fails submits in send() sees every one of them.
     host = FakeHost()
     transport = _Recording(host.bus, host.host)
     async with BridgeClient(transport) as client:

@@ -1,5 +1,6 @@
 """The old import paths of the test tooling still work for one release, each with a
-``DeprecationWarning`` naming the new path, and the pytest plugin is never registered twice.
+``DeprecationWarning`` naming the new path, and the pytest plugin is never registered twice;
+``DecodedJsonTransport`` (the second submit path, removed) still resolves with a warning.
 
 Each check runs in a fresh interpreter: a shim warns when it is first imported, and this process
 may have imported it already.
@@ -7,6 +8,7 @@ may have imported it already.
 
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import sys
@@ -14,6 +16,13 @@ import textwrap
 from pathlib import Path
 
 import pytest
+
+from pi_ask_core import LocalEventBus, SubmitEvent
+from pi_ask_sdk import BridgeClient, Cancel, SubmitAccepted
+from pi_ask_sdk.testing import FakeHost, yes_no_params
+from pi_ask_sdk.transports.memory import MemoryTransport
+
+from .conftest import TIMEOUT
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {
@@ -106,3 +115,46 @@ def test_the_old_plugin_path_respects_no_pi_ask(tmp_path: Path) -> None:
     )
     assert done.returncode == 1, done.stdout + done.stderr
     assert "fixture 'pi_ask_host' not found" in done.stdout
+
+
+@pytest.mark.parametrize("module", ["pi_ask_sdk.transports", "pi_ask_sdk.transports.base"])
+def test_decoded_json_transport_still_resolves_with_a_warning(module: str) -> None:
+    imported = importlib.import_module(module)
+    with pytest.warns(DeprecationWarning, match="DecodedJsonTransport is deprecated") as seen:
+        protocol = imported.DecodedJsonTransport
+    assert [w.filename for w in seen] == [__file__]  # the caller's line
+    assert "DecodedJsonTransport" not in imported.__all__
+
+    class Decoding(MemoryTransport):
+        async def send_decoded(self, payload: object, request_id: str, flow_id: str) -> None:
+            raise AssertionError("the client no longer calls send_decoded")
+
+    assert isinstance(Decoding(LocalEventBus()), protocol)
+
+
+@pytest.mark.asyncio
+async def test_the_client_sends_every_submit_through_send_even_with_send_decoded() -> None:
+    host = FakeHost()
+    sent: list[SubmitEvent] = []
+
+    class Decoding(MemoryTransport):
+        async def send(self, payload: SubmitEvent) -> None:
+            sent.append(payload)
+            await super().send(payload)
+
+        async def send_decoded(self, payload: object, request_id: str, flow_id: str) -> None:
+            raise AssertionError("the client no longer calls send_decoded")
+
+    async with BridgeClient(Decoding(host.bus, host.host)) as client:
+        host.open(yes_no_params(), tool_call_id="c1")
+        flow = await client.flows().next(timeout=TIMEOUT)
+        outcome = await client.respond(flow, Cancel.of(flow), timeout=TIMEOUT)
+    assert isinstance(outcome, SubmitAccepted)
+    assert [event.flow_id for event in sent] == ["tool:c1"]
+
+
+def test_an_unknown_transports_name_is_still_an_attribute_error() -> None:
+    import pi_ask_sdk.transports.base as base
+
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        getattr(base, "Nope")  # noqa: B009

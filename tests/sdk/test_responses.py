@@ -472,8 +472,8 @@ def test_values_of_another_view_of_the_same_form_are_checked_and_taken(flow: Flo
 
 
 def test_to_builtins_is_the_wire_as_decoded_json_in_the_same_order(flow: FlowView) -> None:
-    # What an in-process transport emits (BridgeClient builds it with to_builtins) must be
-    # exactly what the SubmitEvent it replaces would encode to, key order included.
+    # What to_data writes (with to_builtins) must be exactly what the wire Struct encodes to,
+    # key order included.
     deploy, targets = flow.question("deploy"), flow.question("targets")
     eu, us = targets.value("eu"), targets.value("us")
     responses: list[Response] = [

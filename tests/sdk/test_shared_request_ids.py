@@ -8,7 +8,15 @@ import threading
 
 import pytest
 
-from pi_ask_core import SUBMIT, SUBMIT_RESULT, FlowHost, LocalEventBus, SubmitAck
+from pi_ask_core import (
+    SUBMIT,
+    SUBMIT_RESULT,
+    CancelResponse,
+    FlowHost,
+    LocalEventBus,
+    SubmitAck,
+    SubmitEvent,
+)
 from pi_ask_sdk import BridgeClient, Cancel, SubmitAccepted, SubmitTimedOut
 from pi_ask_sdk.transports import memory
 from pi_ask_sdk.transports.base import EndReason
@@ -104,8 +112,8 @@ def test_two_threads_emitting_on_one_bus_keep_their_own_marks() -> None:
     left_in_b: list[int] = []
 
     def submit(transport: MemoryTransport, flow_id: str) -> None:
-        payload = {"version": 1, "requestId": "same", "flowId": flow_id, "response": {}}
-        asyncio.run(transport.send_decoded(payload, "same", flow_id))
+        payload = SubmitEvent(request_id="same", flow_id=flow_id, response=CancelResponse())
+        asyncio.run(transport.send(payload))
 
     def in_b() -> None:
         try:
