@@ -51,14 +51,8 @@ from pi_ask_core import (
     SubmitAck,
     SubmitRejection,
 )
-from pi_ask_sdk import (
-    Answer,
-    AnswerBuilder,
-    BridgeClient,
-    FlowView,
-    MemoryTransport,
-    SubmitAccepted,
-)
+from pi_ask_sdk import Answer, AnswerBuilder, BridgeClient, FlowView, SubmitAccepted
+from pi_ask_sdk.transports import MemoryTransport
 
 ROUND_TRIP_TARGET = 1.5
 IMPORT_TARGET = 1.3

@@ -4,60 +4,48 @@
 ``AnswerBuilder`` from the form's own values) or explicit ``Cancel``s; ``await_result`` returns
 every outcome as a value (``SubmitAccepted | SubmitRejected | SubmitTimedOut | SubmitLost``),
 ``respond`` also ``SubmitNotSent``. ``SyncBridgeClient`` does the same for code that is not
-async. ``to_json`` writes views, responses and outcomes in the wire's shape. Test helpers
-(``FakeHost``) live in ``pi_ask_sdk.testing``.
+async. ``to_json`` writes views, responses and outcomes in the wire's shape.
 
-Every error the SDK raises is a ``PiAskError`` (``pi_ask_sdk.errors`` draws the tree), including
-the relay's (``NoRelayFound``, ``AmbiguousRelay``, ...), importable from here without loading the
-relay transport. The test tooling (``pi_ask_sdk.testing``: ``FakeHost``, ``check_transport``, the
-pytest plugin, the stand-in host, the real-Pi kit) keeps its own errors in
-``pi_ask_sdk.testing.errors``.
+This root holds what a bridge author uses: the clients, the views, the builders, the outcomes,
+the errors a bridge catches and the JSON helpers. Everything else is imported from its module:
+the whole error tree from ``pi_ask_sdk.errors`` (it draws the tree; every error is a
+``PiAskError``), the transports and their contract from ``pi_ask_sdk.transports`` (the relay's
+from ``pi_ask_sdk.transports.relay``), and the test tooling from ``pi_ask_sdk.testing``
+(``FakeHost``, ``check_transport``, the pytest plugin, the stand-in host, the real-Pi kit, and
+their errors in ``pi_ask_sdk.testing.errors``). A name that left this root still resolves here
+for one release, with a ``DeprecationWarning`` naming its module.
 """
 
 from typing import TYPE_CHECKING
 
 from ._moved import moved_attribute
-from .client import DEFAULT_TIMEOUT, BridgeClient, ClientStream
+from .client import (
+    DEFAULT_TIMEOUT,
+    BridgeClient,
+    ClientStream,
+)
 from .errors import (
     AmbiguousRelay,
     ApprovalMappingError,
-    ApprovalProblem,
     BridgeError,
-    BridgeErrorCode,
     ClientNotOpen,
     ConnectionLost,
-    ConnectionLostReason,
-    CustomTextProblem,
     FlowAlreadyAnswered,
     FlowAlreadyCompleted,
     FlowClosed,
     FlowMismatch,
-    HostClosed,
     InvalidArgument,
     InvalidCustomText,
-    InvalidForm,
     InvalidOptionNote,
-    InvalidRequestId,
     InvalidResponse,
     InvalidSelection,
-    MismatchedPiece,
     NoRelayFound,
-    OptionNoteProblem,
     PiAskError,
-    RelayConnectError,
     RelayError,
     RelayHandshakeError,
-    RelayPathMissing,
-    RelayPathNotSocket,
-    RelayPathTooLong,
-    ResponseProblem,
-    SelectProblem,
-    SubmitRefused,
     TransportUnavailable,
     UnknownOption,
     UnknownQuestion,
-    UnknownTicket,
-    UnsafeRelayPath,
     WaitTimeout,
 )
 from .forms import (
@@ -74,7 +62,6 @@ from .outcomes import (
     BridgeEvent,
     FlowCompleted,
     FlowStarted,
-    NotSentReason,
     RespondOutcome,
     SessionEnded,
     SubmitAccepted,
@@ -96,38 +83,26 @@ from .responses import (
     QuestionAnswer,
     Response,
     SelectOption,
-    UncheckedAnswer,
 )
 from .serialise import (
-    JsonObject,
     JsonValue,
-    Serialisable,
     flow_from_json,
     response_from_json,
     to_data,
     to_json,
 )
-from .sync import SyncBridgeClient, SyncClientStream
-from .transports import EndReason, MemoryTransport, Transport, TransportFactory, TransportListener
+from .sync import (
+    SyncBridgeClient,
+    SyncClientStream,
+)
 
-if not TYPE_CHECKING:  # a type checker reports a moved name: import it from its new module
+if not TYPE_CHECKING:  # a type checker reports a moved name: import it from its module
 
     def __getattr__(name: str) -> object:
         return moved_attribute(__name__, name, _MOVED)
 
 
 __version__ = "0.1.0"
-
-_MOVED: dict[str, str] = {
-    # the test tooling's errors (deprecated here in 0.2.0)
-    "PiFailed": "pi_ask_sdk.testing.errors",
-    "PiNotInstalled": "pi_ask_sdk.testing.errors",
-    "StandinError": "pi_ask_sdk.testing.errors",
-    "StandinInUse": "pi_ask_sdk.testing.errors",
-    "StandinPathTooLong": "pi_ask_sdk.testing.errors",
-    "TransportCheckFailed": "pi_ask_sdk.testing.errors",
-}
-"""Names that left the root: where each lives now (they still resolve here, with a warning)."""
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -137,11 +112,9 @@ __all__ = [
     "AnyFlow",
     "ApprovalMapping",
     "ApprovalMappingError",
-    "ApprovalProblem",
     "BoundApproval",
     "BridgeClient",
     "BridgeError",
-    "BridgeErrorCode",
     "BridgeEvent",
     "ButtonAction",
     "Cancel",
@@ -149,10 +122,7 @@ __all__ = [
     "ClientNotOpen",
     "ClientStream",
     "ConnectionLost",
-    "ConnectionLostReason",
-    "CustomTextProblem",
     "DisplayText",
-    "EndReason",
     "FlowAlreadyAnswered",
     "FlowAlreadyCompleted",
     "FlowClosed",
@@ -161,59 +131,37 @@ __all__ = [
     "FlowMismatch",
     "FlowStarted",
     "FlowView",
-    "HostClosed",
     "InvalidArgument",
     "InvalidCustomText",
-    "InvalidForm",
     "InvalidOptionNote",
-    "InvalidRequestId",
     "InvalidResponse",
     "InvalidSelection",
-    "JsonObject",
     "JsonValue",
-    "MemoryTransport",
-    "MismatchedPiece",
     "NoRelayFound",
-    "NotSentReason",
-    "OptionNoteProblem",
     "OptionValue",
     "OptionView",
     "PiAskError",
     "QuestionAnswer",
     "QuestionId",
     "QuestionView",
-    "RelayConnectError",
     "RelayError",
     "RelayHandshakeError",
-    "RelayPathMissing",
-    "RelayPathNotSocket",
-    "RelayPathTooLong",
     "RespondOutcome",
     "Response",
-    "ResponseProblem",
     "SelectOption",
-    "SelectProblem",
-    "Serialisable",
     "SessionEnded",
     "SubmitAccepted",
     "SubmitLost",
     "SubmitNotSent",
     "SubmitOutcome",
-    "SubmitRefused",
     "SubmitRejected",
     "SubmitTicket",
     "SubmitTimedOut",
     "SyncBridgeClient",
     "SyncClientStream",
-    "Transport",
-    "TransportFactory",
-    "TransportListener",
     "TransportUnavailable",
-    "UncheckedAnswer",
     "UnknownOption",
     "UnknownQuestion",
-    "UnknownTicket",
-    "UnsafeRelayPath",
     "WaitTimeout",
     "__version__",
     "flow_from_json",
@@ -221,3 +169,40 @@ __all__ = [
     "to_data",
     "to_json",
 ]
+
+_MOVED: dict[str, str] = {
+    "ApprovalProblem": "pi_ask_sdk.errors",
+    "BridgeErrorCode": "pi_ask_sdk.errors",
+    "ConnectionLostReason": "pi_ask_sdk.errors",
+    "CustomTextProblem": "pi_ask_sdk.errors",
+    "HostClosed": "pi_ask_sdk.errors",
+    "InvalidForm": "pi_ask_sdk.errors",
+    "InvalidRequestId": "pi_ask_sdk.errors",
+    "MismatchedPiece": "pi_ask_sdk.errors",
+    "OptionNoteProblem": "pi_ask_sdk.errors",
+    "RelayConnectError": "pi_ask_sdk.errors",
+    "RelayPathMissing": "pi_ask_sdk.errors",
+    "RelayPathNotSocket": "pi_ask_sdk.errors",
+    "RelayPathTooLong": "pi_ask_sdk.errors",
+    "ResponseProblem": "pi_ask_sdk.errors",
+    "SelectProblem": "pi_ask_sdk.errors",
+    "SubmitRefused": "pi_ask_sdk.errors",
+    "UnknownTicket": "pi_ask_sdk.errors",
+    "UnsafeRelayPath": "pi_ask_sdk.errors",
+    "NotSentReason": "pi_ask_sdk.outcomes",
+    "UncheckedAnswer": "pi_ask_sdk.responses",
+    "JsonObject": "pi_ask_sdk.serialise",
+    "Serialisable": "pi_ask_sdk.serialise",
+    "EndReason": "pi_ask_sdk.transports",
+    "MemoryTransport": "pi_ask_sdk.transports",
+    "Transport": "pi_ask_sdk.transports",
+    "TransportFactory": "pi_ask_sdk.transports",
+    "TransportListener": "pi_ask_sdk.transports",
+    "PiFailed": "pi_ask_sdk.testing.errors",
+    "PiNotInstalled": "pi_ask_sdk.testing.errors",
+    "StandinError": "pi_ask_sdk.testing.errors",
+    "StandinInUse": "pi_ask_sdk.testing.errors",
+    "StandinPathTooLong": "pi_ask_sdk.testing.errors",
+    "TransportCheckFailed": "pi_ask_sdk.testing.errors",
+}
+"""Names that left the root (deprecated here in 0.2.0, gone in 0.3.0): the module each lives in."""

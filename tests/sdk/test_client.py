@@ -26,7 +26,6 @@ from pi_ask_sdk import (
     FlowMismatch,
     FlowStarted,
     FlowView,
-    InvalidRequestId,
     SessionEnded,
     SubmitAccepted,
     SubmitLost,
@@ -34,9 +33,9 @@ from pi_ask_sdk import (
     SubmitRejected,
     SubmitTimedOut,
     TransportUnavailable,
-    UnknownTicket,
     WaitTimeout,
 )
+from pi_ask_sdk.errors import InvalidRequestId, UnknownTicket
 from pi_ask_sdk.testing import (
     FakeHost,
     ScriptedTransport,

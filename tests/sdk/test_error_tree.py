@@ -34,7 +34,6 @@ PUBLIC_MODULES = (
     "pi_ask_sdk.testing.realpi",
     "pi_ask_sdk.testing.standin",
 )
-LIBRARY_MODULES = ("pi_ask_sdk.", "pi_ask_sdk.errors.", "pi_ask_sdk.transports.")
 
 
 def exported_exceptions() -> list[tuple[str, type[BaseException]]]:
@@ -61,15 +60,24 @@ def test_the_tree_is_drawn_with_every_error() -> None:
         assert re.search(rf"(── |^    ){kind.__name__}\b", trees, re.MULTILINE), name
 
 
-def test_the_library_exports_its_errors_from_the_root_and_the_tooling_keeps_its_own() -> None:
+def test_the_library_and_the_tooling_each_export_their_own_errors() -> None:
     for name, kind in exported_exceptions():
         if issubclass(kind, tooling_errors.ToolingError):
             assert errors.BridgeError not in kind.__mro__, name
+            assert kind.__name__ in tooling_errors.__all__, name
             assert kind.__name__ not in pi_ask_sdk.__all__, name
             assert kind.__module__ == "pi_ask_sdk.testing.errors", name
-        elif name.startswith(LIBRARY_MODULES):
-            assert getattr(pi_ask_sdk, kind.__name__) is kind, name
+        else:
+            assert kind.__name__ in errors.__all__, name  # the library's whole tree
+            assert getattr(errors, kind.__name__) is kind, name
             assert kind.__name__ not in tooling_errors.__all__, name
+
+
+def test_the_root_exports_only_library_errors() -> None:
+    for name in pi_ask_sdk.__all__:
+        value = getattr(pi_ask_sdk, name)
+        if isinstance(value, type) and issubclass(value, BaseException):
+            assert getattr(errors, name) is value, name
 
 
 def test_the_tooling_errors_keep_their_codes_and_builtin_bases() -> None:

@@ -64,7 +64,7 @@ def test_relay_errors_are_exported_and_loaded_only_on_use() -> None:
     for name in ("AmbiguousRelay", "NoRelayFound", "RelayError", "RelayHandshakeError"):
         assert name in pi_ask_sdk.__all__
         assert getattr(pi_ask_sdk, name) is getattr(relay, name)
-    assert pi_ask_sdk.UnsafeRelayPath is relay.UnsafeRelayPath
+    assert pi_ask_sdk.errors.UnsafeRelayPath is relay.UnsafeRelayPath
     code = (
         "import sys, pi_ask_sdk\n"
         "assert 'pi_ask_sdk.transports.relay' not in sys.modules\n"

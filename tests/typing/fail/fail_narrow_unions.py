@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from pi_ask_sdk import (
     AnswerBuilder,
-    CustomTextProblem,
     FlowView,
     InvalidCustomText,
     InvalidSelection,
     SubmitLost,
     SubmitNotSent,
 )
+from pi_ask_sdk.errors import CustomTextProblem
 
 
 def select_rules(flow: FlowView) -> str:

@@ -15,13 +15,11 @@ from pi_ask_sdk import (
     BridgeEvent,
     Cancel,
     ClientStream,
-    ConnectionLostReason,
     DisplayText,
     FlowCompleted,
     FlowId,
     FlowStarted,
     FlowView,
-    NotSentReason,
     OptionValue,
     OptionView,
     QuestionId,
@@ -37,6 +35,8 @@ from pi_ask_sdk import (
     SubmitTicket,
     SubmitTimedOut,
 )
+from pi_ask_sdk.errors import ConnectionLostReason
+from pi_ask_sdk.outcomes import NotSentReason
 from pi_ask_sdk.testing import AskParams, FakeHost, yes_no_params
 
 FORM: AskParams = {

@@ -15,7 +15,6 @@ from pi_ask_sdk import (
     FlowMismatch,
     FlowView,
     InvalidSelection,
-    JsonObject,
     RespondOutcome,
     Response,
     SubmitAccepted,
@@ -23,12 +22,13 @@ from pi_ask_sdk import (
     SubmitNotSent,
     SubmitRejected,
     SubmitTimedOut,
-    UncheckedAnswer,
     flow_from_json,
     response_from_json,
     to_data,
     to_json,
 )
+from pi_ask_sdk.responses import UncheckedAnswer
+from pi_ask_sdk.serialise import JsonObject
 from pi_ask_sdk.testing import FakeHost, unchecked_answer, yes_no_params
 
 if TYPE_CHECKING:
