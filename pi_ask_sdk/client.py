@@ -47,6 +47,7 @@ from .errors import (
     ConnectionLostReason,
     FlowAlreadyCompleted,
     FlowMismatch,
+    InvalidArgument,
     TransportUnavailable,
     UnknownTicket,
 )
@@ -152,9 +153,13 @@ class BridgeClient:
         completed_memory: int = 1024,
     ) -> None:
         if not request_id_prefix:
-            raise ValueError("request_id_prefix must not be empty")
+            raise InvalidArgument(
+                "BridgeClient", "request_id_prefix", "a non-empty string", request_id_prefix
+            )
         if completed_memory < 1:
-            raise ValueError("completed_memory must be at least 1")
+            raise InvalidArgument(
+                "BridgeClient", "completed_memory", "at least 1", completed_memory
+            )
         self._transport = transport
         self._prefix = request_id_prefix
         self._memory_size = completed_memory
@@ -200,8 +205,13 @@ class BridgeClient:
             transport = make(role="observer") if observer else make()  # (answerer by default)
             return cls(transport, request_id_prefix=request_id_prefix)
         if observer:
-            raise ValueError(
-                'observer=True needs the default factory; pass RelayTransport(role="observer")'
+            raise InvalidArgument(
+                "connect",
+                "observer",
+                "False with a factory",
+                observer,
+                message="connect(): observer=True needs the default factory; pass a factory of "
+                'RelayTransport(role="observer") instead.',
             )
         return cls(factory(), request_id_prefix=request_id_prefix)
 

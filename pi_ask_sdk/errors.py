@@ -11,7 +11,8 @@
     │   │   ├── InvalidSelection       by select()
     │   │   ├── InvalidCustomText      by custom_text()
     │   │   └── InvalidOptionNote      by option_note()
-    │   ├── InvalidArgument            (also TypeError) an argument of the wrong type
+    │   ├── InvalidArgument            (also TypeError, ValueError) an argument of the wrong type
+    │   │                              or value, or a value the SDK makes that was made up
     │   ├── ApprovalMappingError       an approval mapping that does not fit the form
     │   ├── FlowMismatch               a piece of one flow's form used for another flow
     │   ├── FlowClosed                 the flow can take no submit (nothing sent)
@@ -21,7 +22,8 @@
     │   ├── UnknownTicket              another client's ticket
     │   ├── WaitTimeout                (also TimeoutError) a bounded wait ran out
     │   ├── ConnectionLost             the session ended or the connection went away
-    │   ├── ClientNotOpen              used before open() or after close()
+    │   ├── InvalidUse                 (also RuntimeError) a call the object's state forbids
+    │   │   └── ClientNotOpen          used before open() or after close()
     │   └── TransportUnavailable       no transport could be made
     │       └── RelayError             the relay transport (pi_ask_sdk.transports.relay)
     │           ├── NoRelayFound       no running Pi with the relay (or not the one asked for)
@@ -34,6 +36,12 @@
     │           └── RelayConnectError  connecting failed (errno kept, the OSError as cause)
     └── ToolingError                   the test tooling: pi_ask_sdk.testing.errors draws its branch
                                        (the stand-in host, the real-Pi kit, check_transport)
+
+Misuse is an error of this tree too, and also the exception Python code expects for it: a bad
+argument (wrong type or value, a made-up ``QuestionId``, an outcome tested for truth) raises
+``InvalidArgument``, also a ``TypeError`` and a ``ValueError``; a call the state forbids
+raises ``InvalidUse``, also a ``RuntimeError``. So ``except PiAskError`` catches every error the
+SDK raises, and ``except (TypeError, ValueError)`` still catches the argument errors.
 
 An ``OSError`` met on the way is never raised as it is: it is wrapped in one of these, with the
 ``OSError`` as its ``__cause__``.
@@ -79,6 +87,7 @@ __all__ = [
     "InvalidRequestId",
     "InvalidResponse",
     "InvalidSelection",
+    "InvalidUse",
     "MismatchedPiece",
     "NoRelayFound",
     "OptionNoteProblem",
@@ -105,6 +114,7 @@ BridgeErrorCode = Literal[
     "unknown_option",
     "invalid_response",
     "invalid_argument",
+    "invalid_use",
     "approval_mapping",
     "flow_mismatch",
     "flow_already_answered",
@@ -229,23 +239,32 @@ class InvalidOptionNote(InvalidResponse):
         super().__init__(question_id, problem, message)
 
 
-class InvalidArgument(BridgeError, TypeError):
-    """A builder was called with an argument of the wrong type, e.g. ``mode("approve")``,
-    ``custom_text(q, None)`` or a plain ``str`` where an ``OptionValue`` is required.
-    ``argument`` names the parameter."""
+class InvalidArgument(BridgeError, TypeError, ValueError):
+    """An SDK call was given an argument it cannot take: of the wrong type (``mode("approve")``,
+    ``custom_text(q, None)``, a plain ``str`` where an ``OptionValue`` is required) or with a
+    value it refuses (``BridgeClient(t, request_id_prefix="")``), or a value the SDK makes was
+    made up or misused (``QuestionId("x")``, ``Answer(...)``, subclassing ``OptionValue``,
+    ``if outcome:``). ``method`` names the call and ``argument`` the parameter.
+
+    Also a ``TypeError`` and a ``ValueError``, so code that catches what Python raises for a bad
+    argument keeps working."""
 
     code: Literal["invalid_argument"] = "invalid_argument"
 
-    def __init__(self, method: str, argument: str, expected: str, got: object) -> None:
+    def __init__(
+        self, method: str, argument: str, expected: str, got: object, *, message: str = ""
+    ) -> None:
         self.method = method
         self.argument = argument
         self.expected = expected
-        shown = repr(got)
-        shown = shown if len(shown) <= 60 else shown[:57] + "..."
-        super().__init__(
-            f"{method}(): argument {argument!r} must be {expected}, "
-            f"got {type(got).__name__} {shown}."
-        )
+        if not message:
+            shown = repr(got)
+            shown = shown if len(shown) <= 60 else shown[:57] + "..."
+            message = (
+                f"{method}(): argument {argument!r} must be {expected}, "
+                f"got {type(got).__name__} {shown}."
+            )
+        super().__init__(message)
 
 
 class ApprovalMappingError(BridgeError):
@@ -390,14 +409,27 @@ class ConnectionLost(BridgeError):
         super().__init__(f"{text}{': ' + detail if detail else ''}.")
 
 
-class ClientNotOpen(BridgeError):
+class InvalidUse(BridgeError, RuntimeError):
+    """A call the object's state does not allow: a transport opened twice, a
+    ``SyncBridgeClient`` called from its own loop thread, a client not open (``ClientNotOpen``).
+    ``action`` says what was attempted. Also a ``RuntimeError``."""
+
+    code: Literal["invalid_use", "client_not_open"] = "invalid_use"
+
+    def __init__(self, action: str, message: str) -> None:
+        self.action = action
+        super().__init__(message)
+
+
+class ClientNotOpen(InvalidUse):
     """The client was used before ``async with`` / ``open()`` or after it closed."""
 
     code: Literal["client_not_open"] = "client_not_open"
 
     def __init__(self, action: str) -> None:
-        self.action = action
-        super().__init__(f"Cannot {action}: the BridgeClient is not open (use `async with`).")
+        super().__init__(
+            action, f"Cannot {action}: the BridgeClient is not open (use `async with`)."
+        )
 
 
 class TransportUnavailable(BridgeError):

@@ -34,7 +34,7 @@ from typing_extensions import TypeVar
 from pi_ask_core import AskOption, AskQuestion, FlowSource, QuestionType, StartedEvent
 from pi_ask_core.answers import QuestionIndex
 
-from .errors import FlowMismatch, UnknownOption, UnknownQuestion
+from .errors import FlowMismatch, InvalidArgument, UnknownOption, UnknownQuestion
 
 __all__ = [
     "AnyFlow",
@@ -64,7 +64,13 @@ class AnyFlow:
     """
 
     def __init__(self) -> None:
-        raise TypeError("AnyFlow is a type parameter, never a value")
+        raise InvalidArgument(
+            "AnyFlow",
+            "self",
+            "a type parameter",
+            self,
+            message="AnyFlow is a type parameter, never a value",
+        )
 
 
 F = TypeVar("F", default=AnyFlow)
@@ -83,14 +89,20 @@ class QuestionId(str, Generic[F]):
 
         def __new__(cls, *args: object, **kwargs: object) -> str:
             if cls is QuestionId:
-                raise TypeError(
-                    "QuestionId cannot be constructed; take it from a QuestionView (.id)"
+                raise InvalidArgument(
+                    "QuestionId",
+                    "value",
+                    "taken from a form",
+                    args[0] if args else None,
+                    message="QuestionId cannot be constructed; take it from a QuestionView (.id)",
                 )
             return super().__new__(cls, *args, **kwargs)
 
     def __init_subclass__(cls) -> None:
         if cls.__module__ != __name__:
-            raise TypeError("QuestionId cannot be subclassed")
+            raise InvalidArgument(
+                "class", "bases", "not QuestionId", cls, message="QuestionId cannot be subclassed"
+            )
 
     @property
     @abc.abstractmethod
@@ -130,15 +142,21 @@ class OptionValue(str, Generic[F]):
 
         def __new__(cls, *args: object, **kwargs: object) -> str:
             if cls is OptionValue:
-                raise TypeError(
-                    "OptionValue cannot be constructed; take it from a QuestionView"
-                    ' (question.value("..."), option.value)'
+                raise InvalidArgument(
+                    "OptionValue",
+                    "value",
+                    "taken from a form",
+                    args[0] if args else None,
+                    message="OptionValue cannot be constructed; take it from a QuestionView"
+                    ' (question.value("..."), option.value)',
                 )
             return super().__new__(cls, *args, **kwargs)
 
     def __init_subclass__(cls) -> None:
         if cls.__module__ != __name__:
-            raise TypeError("OptionValue cannot be subclassed")
+            raise InvalidArgument(
+                "class", "bases", "not OptionValue", cls, message="OptionValue cannot be subclassed"
+            )
 
     @property
     @abc.abstractmethod
@@ -214,9 +232,13 @@ class DisplayText(msgspec.Struct, frozen=True, gc=False):
 
     def __post_init__(self) -> None:
         if type(self) is DisplayText:
-            raise TypeError(
-                "DisplayText cannot be constructed: it is the text a form shows; choose by "
-                'option value (question.value("..."))'
+            raise InvalidArgument(
+                "DisplayText",
+                "text",
+                "taken from a form",
+                self._text,
+                message="DisplayText cannot be constructed: it is the text a form shows; choose "
+                'by option value (question.value("..."))',
             )
 
     @abc.abstractmethod

@@ -20,7 +20,7 @@ import msgspec
 from pi_ask_core import AskResult, FlowSource, SubmitErrorCode
 
 from ._waiter import PendingSubmit
-from .errors import ConnectionLostReason
+from .errors import ConnectionLostReason, InvalidArgument
 from .forms import DisplayText, FlowId, FlowView
 
 __all__ = [
@@ -53,9 +53,13 @@ class _NoTruthValue:
     if not TYPE_CHECKING:
 
         def __bool__(self) -> NoReturn:
-            raise TypeError(
-                f"a {type(self).__name__} has no truth value: match the outcome "
-                "(case SubmitAccepted(): ...) or test its kind"
+            raise InvalidArgument(
+                "bool",
+                "x",
+                "a value with a truth value",
+                self,
+                message=f"a {type(self).__name__} has no truth value: match the outcome "
+                "(case SubmitAccepted(): ...) or test its kind",
             )
 
 

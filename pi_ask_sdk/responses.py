@@ -146,7 +146,13 @@ class Answer(msgspec.Struct, Generic[F], frozen=True, gc=False):
 
     def __post_init__(self) -> None:
         if type(self) is Answer:
-            raise TypeError("Answer cannot be constructed directly; use AnswerBuilder(flow)")
+            raise InvalidArgument(
+                "Answer",
+                "answers",
+                "built by AnswerBuilder",
+                self,
+                message="Answer cannot be constructed directly; use AnswerBuilder(flow)",
+            )
 
     @abc.abstractmethod
     def _built(self) -> None:

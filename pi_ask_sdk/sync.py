@@ -19,7 +19,13 @@ from typing import Final, Generic, TypeVar
 from typing_extensions import Self
 
 from .client import DEFAULT_TIMEOUT, BridgeClient, ClientStream
-from .errors import ClientNotOpen, ConnectionLost, FlowAlreadyCompleted, WaitTimeout
+from .errors import (
+    ClientNotOpen,
+    ConnectionLost,
+    FlowAlreadyCompleted,
+    InvalidUse,
+    WaitTimeout,
+)
 from .forms import F, FlowId, FlowView
 from .outcomes import (
     BridgeEvent,
@@ -246,7 +252,11 @@ class SyncBridgeClient:
             raise ClientNotOpen(f"wait for {what}")
         if self._thread is threading.current_thread():
             coro.close()
-            raise RuntimeError("SyncBridgeClient must not be called from its own loop thread")
+            raise InvalidUse(
+                f"wait for {what}",
+                "SyncBridgeClient must not be called from its own loop thread (a callback of "
+                "the client's loop would wait for itself).",
+            )
         future = asyncio.run_coroutine_threadsafe(coro, loop)
         try:
             return future.result(timeout)

@@ -45,7 +45,7 @@ from pi_ask_core import (
 )
 from pi_ask_core import AskParams as AskParamsStruct
 from pi_ask_sdk.client import BridgeClient
-from pi_ask_sdk.errors import ConnectionLost
+from pi_ask_sdk.errors import ConnectionLost, InvalidArgument, InvalidUse
 from pi_ask_sdk.forms import F, FlowId, FlowView
 from pi_ask_sdk.responses import Answer, Cancel, Response, UncheckedAnswer, check_pieces
 from pi_ask_sdk.serialise import JsonValue
@@ -222,7 +222,7 @@ class FakeHost:
     def flow(self, flow_id: str) -> FlowHandle:
         handle = self._host.get(flow_id)
         if handle is None:
-            raise KeyError(f"no open flow {flow_id!r}")
+            raise InvalidArgument("FakeHost.flow", "flow_id", "the id of an open flow", flow_id)
         return handle
 
     def answer(self, flow: FlowHandle | str, response: Response[F]) -> AskResult:
@@ -231,9 +231,13 @@ class FakeHost:
         ``FlowHandle.complete`` takes a raw response instead."""
         handle = self.flow(flow) if isinstance(flow, str) else flow
         if not isinstance(response, (Answer, Cancel)):
-            raise TypeError(
-                f"FakeHost.answer() takes an Answer or a Cancel, not {type(response).__name__}; "
-                "use the FlowHandle's complete() for a raw response"
+            raise InvalidArgument(
+                "FakeHost.answer",
+                "response",
+                "an Answer or a Cancel",
+                response,
+                message=f"FakeHost.answer() takes an Answer or a Cancel, not "
+                f"{type(response).__name__}; use the FlowHandle's complete() for a raw response",
             )
         check_pieces(FlowId(handle.flow_id), response)
         return handle.complete(response.to_wire())
@@ -376,10 +380,10 @@ class ScriptedTransport:
 
     def deliver(self, channel: str, data: object, *, replay: bool = False) -> None:
         if self._listener is None:
-            raise RuntimeError("ScriptedTransport is not open")
+            raise InvalidUse("deliver", "ScriptedTransport is not open")
         self._listener.message(channel, data, replay=replay)
 
     def end(self, reason: EndReason = "session_ended") -> None:
         if self._listener is None:
-            raise RuntimeError("ScriptedTransport is not open")
+            raise InvalidUse("end", "ScriptedTransport is not open")
         self._listener.ended(reason)

@@ -24,7 +24,7 @@ from pi_ask_core import (
     SubmitRejection,
     decode_event,
 )
-from pi_ask_sdk.errors import ConnectionLost
+from pi_ask_sdk.errors import ConnectionLost, InvalidUse
 
 from .base import EndReason, TransportListener
 
@@ -70,7 +70,7 @@ class MemoryTransport:
 
     async def open(self, listener: TransportListener) -> None:
         if self._listener is not None:
-            raise RuntimeError("MemoryTransport is already open")
+            raise InvalidUse("open", "MemoryTransport is already open")
         self._listener = listener
         for channel in _HOST_CHANNELS:
             self._unsubscribes.append(self._bus.on(channel, self._deliver(channel)))

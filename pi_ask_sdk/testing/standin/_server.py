@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from pi_ask_core import CompletedEvent
+from pi_ask_sdk.errors import InvalidUse
 from pi_ask_sdk.testing.errors import StandinError, StandinInUse, StandinPathTooLong
 from pi_ask_sdk.transports.relay import MAX_SOCKET_PATH
 
@@ -57,7 +58,7 @@ class StandinServer:
     @property
     def path(self) -> Path:
         if self._path is None:
-            raise RuntimeError("the stand-in server is not started")
+            raise InvalidUse("read the path", "the stand-in server is not started")
         return self._path
 
     def environment(self) -> dict[str, str]:

@@ -14,6 +14,8 @@ from pi_ask_sdk._relay_info import RelayInfo
 from pi_ask_sdk.errors import (
     MAX_SOCKET_PATH,
     ConnectionLost,
+    InvalidArgument,
+    InvalidUse,
     NoRelayFound,
     RelayConnectError,
     RelayError,
@@ -71,7 +73,7 @@ class RelayTransport:
         role: RelayRole = "answerer",
     ) -> None:
         if role not in ("answerer", "observer"):
-            raise ValueError(f'role must be "answerer" or "observer", not {role!r}')
+            raise InvalidArgument("RelayTransport", "role", '"answerer" or "observer"', role)
         self._role: RelayRole = role
         self._path_arg = path
         self._foreign_results = foreign_results
@@ -128,7 +130,7 @@ class RelayTransport:
 
     async def open(self, listener: TransportListener) -> None:
         if self._state != "new":
-            raise RuntimeError("RelayTransport can be opened once")
+            raise InvalidUse("open", "RelayTransport can be opened once")
         self._info = resolve_relay(
             pid=self._pid_arg, path=self._path_arg, directory=self._directory
         )
