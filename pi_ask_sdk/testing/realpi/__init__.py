@@ -18,7 +18,8 @@ fixture, opt-in with ``--pi-ask-real-pi``. See docs/real-pi.md.
 Modules: ``_cache`` (the install cache: npm, manifest, verification; standard library only),
 ``_install`` (``install_pi``, ``locate_pi``), ``_process`` (``PiProcess``), ``_records``
 (Pi's RPC records and the stand-in's reports, typed), ``_running`` (``running_pi``, ``real_pi``),
-``_tui`` (``PiTui``), ``_errors``.
+``_tui`` (``PiTui``); its errors (``PiNotInstalled``, ``PiFailed``) are in
+``pi_ask_sdk.testing.errors``, re-exported here.
 """
 
 from __future__ import annotations
