@@ -60,6 +60,8 @@ from typing import TYPE_CHECKING, Final, Literal
 
 from pi_ask_core import HostClosed, InvalidForm, PiAskError, SubmitRefused
 
+from ._moved import moved_attribute
+
 if TYPE_CHECKING:
     from pathlib import Path  # only annotations: pathlib costs milliseconds to import
 
@@ -557,3 +559,25 @@ class RelayPathMissing(NoRelayFound, FileNotFoundError):
     def __init__(self, path: Path, directory: Path) -> None:
         self.path = path
         NoRelayFound.__init__(self, directory, f"{path} does not exist")
+
+
+# --- moved to the test tooling (pi_ask_sdk.testing.errors) ---------------------------------------
+
+_MOVED: Final[dict[str, str]] = {
+    name: "pi_ask_sdk.testing.errors"
+    for name in (
+        "PiFailed",
+        "PiInstallProblem",
+        "PiNotInstalled",
+        "StandinError",
+        "StandinInUse",
+        "StandinPathTooLong",
+        "TransportCheckFailed",
+    )
+}
+"""The tooling's errors that lived here: they resolve for one release, with a warning."""
+
+if not TYPE_CHECKING:  # a type checker reports a moved name: import it from its module
+
+    def __getattr__(name: str) -> object:
+        return moved_attribute(__name__, name, _MOVED)

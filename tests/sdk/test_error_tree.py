@@ -108,6 +108,17 @@ def test_a_tooling_error_still_resolves_from_the_root_with_a_warning(name: str) 
     assert name not in pi_ask_sdk.__all__
 
 
+@pytest.mark.parametrize("name", sorted(errors._MOVED))
+def test_a_tooling_error_still_resolves_from_the_errors_module_with_a_warning(name: str) -> None:
+    expected = rf"pi_ask_sdk\.errors\.{name} is deprecated.*testing\.errors"
+    with pytest.warns(DeprecationWarning, match=expected) as seen:
+        moved = getattr(errors, name)
+    assert [w.filename for w in seen] == [__file__]
+    assert moved is getattr(tooling_errors, name)
+    assert name not in errors.__all__
+    assert name in tooling_errors.__all__
+
+
 def test_an_unknown_root_name_is_still_an_attribute_error_without_a_warning() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
