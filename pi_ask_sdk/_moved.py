@@ -1,9 +1,9 @@
 """Old import paths that still work for one release, with a ``DeprecationWarning``.
 
 The shim modules (``pi_ask_sdk.standin``, ``pi_ask_sdk.realpi``, ``pi_ask_sdk.pytest_plugin``)
-call ``warn_moved_module`` once, when first imported; the root package's ``__getattr__`` calls
-``moved_attribute`` for a name that left the root. Both go in the release after next
-(CHANGELOG.md says which).
+call ``warn_moved_module`` once, when first imported; the ``__getattr__`` of the root and of
+``pi_ask_sdk.errors`` call ``moved_attribute`` for a name that left them (each module's
+``_MOVED`` table says where it went). All of it goes in ``REMOVED_IN`` (CHANGELOG.md says so).
 """
 
 from __future__ import annotations
