@@ -1,4 +1,5 @@
-"""pytest fixtures for bridge authors (registered through the ``pytest11`` entry point).
+"""pytest fixtures for bridge authors (registered through the ``pytest11`` entry point, named
+``pi_ask``; with ``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1``, ``-p pi_ask_sdk.testing.pytest_plugin``).
 
 * ``pi_ask_order``: ``"completed_first"`` (the reference order) by default; parametrize it to run
   a test with both orders: ``@pytest.mark.parametrize("pi_ask_order", ["completed_first",
