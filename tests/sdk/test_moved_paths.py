@@ -75,11 +75,16 @@ PLUGIN_TEST = textwrap.dedent(
 )
 
 
+@pytest.mark.parametrize("named_by", ["conftest", "-p"])
 @pytest.mark.parametrize("autoload", [True, False])
-def test_a_conftest_naming_the_old_plugin_path_gets_the_plugin_once(
-    tmp_path: Path, autoload: bool
+def test_naming_the_old_plugin_path_gets_the_plugin_once(
+    tmp_path: Path, autoload: bool, named_by: str
 ) -> None:
-    (tmp_path / "conftest.py").write_text('pytest_plugins = ["pi_ask_sdk.pytest_plugin"]\n')
+    option: list[str] = []
+    if named_by == "conftest":
+        (tmp_path / "conftest.py").write_text('pytest_plugins = ["pi_ask_sdk.pytest_plugin"]\n')
+    else:
+        option = ["-p", "pi_ask_sdk.pytest_plugin"]
     (tmp_path / "test_bridge.py").write_text(PLUGIN_TEST)
     env = dict(ENV)
     if not autoload:
@@ -87,7 +92,18 @@ def test_a_conftest_naming_the_old_plugin_path_gets_the_plugin_once(
     else:
         env.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "always", "-rw"],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-W",
+            "always",
+            "-rw",
+            *option,
+        ],
         cwd=tmp_path,
         env=env,
         capture_output=True,
