@@ -34,6 +34,10 @@
     │           ├── RelayHandshakeError  no valid hello (with its replays) in time
     │           ├── RelayPathTooLong   longer than a Unix socket path may be
     │           └── RelayConnectError  connecting failed (errno kept, the OSError as cause)
+    │       └── FleetError             the fleet over NATS (pi_ask_sdk.transports.nats)
+    │           ├── FleetUnavailable   NATS or its JetStream cannot be reached or set up
+    │           └── FleetPiNotFound    no such Pi (host, pid) is up in the fleet
+    │   ├── FleetPayloadTooLarge       a message bigger than the NATS server's max_payload
     └── ToolingError                   the test tooling: pi_ask_sdk.testing.errors draws its branch
                                        (the stand-in host, the real-Pi kit, check_transport)
 
@@ -80,6 +84,10 @@ __all__ = [
     "FlowAlreadyAnswered",
     "FlowAlreadyCompleted",
     "FlowClosed",
+    "FleetError",
+    "FleetPayloadTooLarge",
+    "FleetPiNotFound",
+    "FleetUnavailable",
     "FlowMismatch",
     "HostClosed",
     "InvalidArgument",
@@ -127,6 +135,7 @@ BridgeErrorCode = Literal[
     "connection_lost",
     "client_not_open",
     "transport_unavailable",
+    "payload_too_large",
 ]
 
 SelectProblem = Literal[
@@ -559,6 +568,48 @@ class RelayPathMissing(NoRelayFound, FileNotFoundError):
     def __init__(self, path: Path, directory: Path) -> None:
         self.path = path
         NoRelayFound.__init__(self, directory, f"{path} does not exist")
+
+
+class FleetError(TransportUnavailable):
+    """The fleet transport (``pi_ask_sdk.transports.nats``): a Pi or the broker is unreachable."""
+
+
+class FleetUnavailable(FleetError):
+    """The NATS server cannot be reached, or its JetStream refused to set up what the fleet
+    needs (``detail`` says which); the nats-py error is the cause."""
+
+    def __init__(self, url: str, detail: str) -> None:
+        self.url = url
+        self.detail = detail
+        super().__init__(f"The fleet at {url} is unavailable: {detail}.")
+
+
+class FleetPiNotFound(FleetError):
+    """No forwarder reports the Pi ``pid`` on ``host`` as up (it exited, its forwarder said it
+    is gone, or it never ran)."""
+
+    def __init__(self, host: str, pid: int, detail: str = "") -> None:
+        self.host = host
+        self.pid = pid
+        super().__init__(
+            f"No Pi {pid} is up on host {host!r} in the fleet{': ' + detail if detail else ''}."
+        )
+
+
+class FleetPayloadTooLarge(BridgeError, ValueError):
+    """A message is bigger than the NATS server accepts (``max_payload``, 1 MiB by default):
+    nothing was sent. ``what`` names the message, ``size`` and ``limit`` are in bytes."""
+
+    code: Literal["payload_too_large"] = "payload_too_large"
+
+    def __init__(self, what: str, size: int, limit: int) -> None:
+        self.what = what
+        self.size = size
+        self.limit = limit
+        super().__init__(
+            f"{what} is {size} bytes, more than the NATS server's max_payload of {limit} bytes "
+            "(raise max_payload in nats-server's configuration); nothing was sent."
+        )
 
 
 # --- moved to the test tooling (pi_ask_sdk.testing.errors) ---------------------------------------

@@ -46,6 +46,7 @@ class _Owner(Protocol):
     """What a connection hands its messages to (``RelayTransport``)."""
 
     _foreign_results: bool
+    _raw_events: bool
 
     def _deliver(self, conn: RelayProtocol, channel: str, data: object, replay: bool) -> None: ...
 
@@ -235,6 +236,9 @@ class RelayProtocol(asyncio.BufferedProtocol):
         channel = envelope.channel
         if envelope.own is False and channel == SUBMIT_RESULT and not self.owner._foreign_results:
             return  # the verdict on another connection's submit (it may share our ids)
+        if self.owner._raw_events:
+            self.owner._deliver(self, channel, envelope.data, envelope.replay)
+            return
         data = decode_event(channel, envelope.data)
         if type(data) is Skipped and data.reason == "not_json":
             log.warning("pi_ask_sdk.relay: skipped an event with bad data: %s", data.detail)

@@ -28,7 +28,13 @@ from pi_ask_sdk.transports.base import TransportListener
 
 from ._connection import RelayProtocol
 from ._discovery import check_relay_socket, pid_alive, resolve_relay
-from ._wire import DEFAULT_MAX_LINE_BYTES, RelayHello, RelayRole, encode_emit
+from ._wire import (
+    DEFAULT_MAX_LINE_BYTES,
+    RelayHello,
+    RelayRole,
+    encode_client_hello,
+    encode_emit,
+)
 
 log: Final = logging.getLogger("pi_ask_sdk.relay")
 
@@ -53,6 +59,11 @@ class RelayTransport:
     answers forms, and while one is connected a headless Pi opens its forms for the relay;
     ``"observer"`` only watches and never makes a form wait (``pi-ask watch``, ``pi-ask
     doctor``). A relay older than the client hello gets no hello (``hello.client_hello == 0``).
+    ``set_role`` changes it on a live connection (the relay takes a second client hello).
+
+    ``raw_events=True`` hands the listener each event's ``data`` as the relay sent it (a
+    ``msgspec.Raw`` of its JSON, lone surrogates already replaced), undecoded: for a forwarder
+    that passes events on unchanged (``pi_ask_sdk.fleet``).
     """
 
     __module__ = "pi_ask_sdk.transports.relay"  # documented where users import it from
@@ -71,12 +82,14 @@ class RelayTransport:
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
         foreign_results: bool = False,
         role: RelayRole = "answerer",
+        raw_events: bool = False,
     ) -> None:
         if role not in ("answerer", "observer"):
             raise InvalidArgument("RelayTransport", "role", '"answerer" or "observer"', role)
         self._role: RelayRole = role
         self._path_arg = path
         self._foreign_results = foreign_results
+        self._raw_events = raw_events
         self._pid_arg = pid
         self._directory = directory
         self._hello_timeout = hello_timeout
@@ -110,6 +123,24 @@ class RelayTransport:
     def role(self) -> RelayRole:
         """What this connection tells the relay it does (see the class docstring)."""
         return self._role
+
+    def set_role(self, role: RelayRole) -> None:
+        """Tell the relay this connection's new role (now, if connected and the relay takes
+        client hellos; every reconnect says it too). An answerer makes a headless Pi open its
+        forms for the relay; dropping to observer starts the relay's grace period when no
+        other answerer is connected."""
+        if role not in ("answerer", "observer"):
+            raise ValueError(f'role must be "answerer" or "observer", not {role!r}')
+        if role == self._role:
+            return
+        self._role = role
+        conn, hello = self._conn, self._hello
+        if conn is None or hello is None or hello.client_hello < 1:
+            return
+        conn.role = role
+        transport = conn.transport
+        if self._state == "connected" and transport is not None and not transport.is_closing():
+            transport.write(encode_client_hello(role))
 
     @property
     def is_connected(self) -> bool:

@@ -1,0 +1,410 @@
+"""``Forwarder``: every relay of this host, mirrored to NATS JetStream, and the submits back."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import re
+import secrets
+import socket
+from pathlib import Path
+from types import TracebackType
+from typing import Final
+
+import msgspec
+import nats.errors
+import nats.js.errors
+from nats.aio.client import Client
+from nats.aio.msg import Msg
+from nats.js import JetStreamContext
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+from typing_extensions import Self
+
+from pi_ask_core import SUBMIT, SubmitEvent, decode_event
+from pi_ask_sdk.errors import ConnectionLost, FleetUnavailable
+from pi_ask_sdk.transports.nats import (
+    FleetNames,
+    FleetSettings,
+    Header,
+    NatsOptions,
+    PiState,
+    check_host_id,
+    connect_nats,
+    ensure_streams,
+)
+from pi_ask_sdk.transports.nats._follow import Follower
+from pi_ask_sdk.transports.nats._setup import (
+    ENCODER,
+    HEARTBEAT_DECODER,
+    STATE_DECODER,
+    decode_body,
+)
+from pi_ask_sdk.transports.relay import RelayRole, discover_relays
+
+from ._book import SubmitBook, SubmitKey
+from ._link import PiLink, Prior
+
+log: Final = logging.getLogger("pi_ask_sdk.fleet")
+
+__all__ = ["Forwarder", "default_host_id"]
+
+
+def default_host_id() -> str:
+    """This machine's host name as a host id (characters a subject token cannot hold become
+    ``-``; at most 64)."""
+    name = re.sub(r"[^A-Za-z0-9_-]", "-", socket.gethostname()).lstrip("_-")[:64]
+    return name or "host"
+
+
+class Forwarder:
+    """Mirrors every relay of this host to the fleet: ``async with Forwarder(url) as f``, then
+    ``await f.run()`` (until ``stop`` is set), or ``pi-ask forward --nats URL``.
+
+    ``host_id`` names this host in every subject (default: ``default_host_id()``): give each
+    host its own. ``directory`` is the relay directory (default ``relay_dir()``), polled every
+    ``poll`` seconds for Pis that start later.
+
+    Presence: the forwarder tells its relays it is an answerer only while at least one
+    answering bridge heartbeats (for this host, or for every host); a bridge counts as gone
+    ``presence_factor`` heartbeat intervals after its last heartbeat, at once when it says bye.
+
+    Raises ``FleetUnavailable`` (from ``open``) when NATS or its JetStream is unreachable.
+    """
+
+    def __init__(
+        self,
+        options: NatsOptions | str = "nats://127.0.0.1:4222",
+        *,
+        host_id: str | None = None,
+        directory: Path | None = None,
+        names: FleetNames | None = None,
+        settings: FleetSettings | None = None,
+        poll: float = 1.0,
+        presence_factor: float = 3.0,
+        idle_heartbeat: float = 1.0,
+        ack_wait: float = 10.0,
+    ) -> None:
+        self._options = NatsOptions(url=options) if isinstance(options, str) else options
+        self.host_id = check_host_id(host_id if host_id is not None else default_host_id())
+        self._directory = directory
+        self.names = names or FleetNames()
+        self._settings = settings or FleetSettings()
+        self._poll = poll
+        self._presence_factor = presence_factor
+        self._idle_heartbeat = idle_heartbeat
+        self._ack_wait = ack_wait
+        self.forwarder_id = secrets.token_hex(6)
+        self.book = SubmitBook()
+        self.closing = False
+        self._nc: Client | None = None
+        self._js: JetStreamContext | None = None
+        self._links: dict[int, PiLink] = {}
+        self._tasks: dict[int, asyncio.Task[None]] = {}
+        self._priors: dict[int, Prior] = {}
+        self._answerers: dict[str, asyncio.TimerHandle] = {}
+        self._answer_changed = asyncio.Event()
+        self._submits: JetStreamContext.PushSubscription | None = None
+
+    # --- properties ---
+
+    @property
+    def nc(self) -> Client:
+        if self._nc is None:
+            raise FleetUnavailable(self._options.url, "the forwarder is not open")
+        return self._nc
+
+    @property
+    def js(self) -> JetStreamContext:
+        if self._js is None:
+            raise FleetUnavailable(self._options.url, "the forwarder is not open")
+        return self._js
+
+    @property
+    def relay_role(self) -> RelayRole:
+        """What the forwarder tells its relays now: answerer while an answering bridge lives."""
+        return "answerer" if self._answerers else "observer"
+
+    @property
+    def answering_bridges(self) -> list[str]:
+        """The ids of the answering bridges heard from lately."""
+        return sorted(self._answerers)
+
+    @property
+    def pids(self) -> list[int]:
+        """The Pis followed now."""
+        return sorted(pid for pid, task in self._tasks.items() if not task.done())
+
+    def link(self, pid: int) -> PiLink | None:
+        return self._links.get(pid)
+
+    # --- lifecycle ---
+
+    async def open(self) -> None:
+        """Connect, set up the streams, read what the fleet says of this host, listen for
+        bridges and submits."""
+        options = self._options
+        if options.name is None:
+            options = dataclasses.replace(options, name=f"pi-ask forward {self.host_id}")
+        self._nc = await connect_nats(options)
+        self._js = self._nc.jetstream()
+        try:
+            await ensure_streams(self._js, self.names, self._settings, options.url)
+            await self._read_priors()
+            await self._nc.subscribe(self.names.all_bridges, cb=self._on_heartbeat)
+            await self._nc.publish(self.names.probe, b"")
+            await self._bind_submits()
+        except BaseException:
+            await self.close()
+            raise
+
+    async def _read_priors(self) -> None:
+        priors: dict[int, Prior] = {}
+
+        def on_msg(msg: Msg) -> None:
+            parsed = self.names.parse(msg.subject)
+            if parsed is None:
+                return
+            _, pid, kind, _ = parsed
+            prior = priors.setdefault(pid, Prior())
+            if kind == "state":
+                body = decode_body(msg)
+                with contextlib.suppress(msgspec.DecodeError):
+                    prior.state = STATE_DECODER.decode(body or b"")
+            elif kind == "flow":
+                if (msg.headers or {}).get(Header.KIND) == "started":
+                    prior.open_flows.add(msg.subject)
+                else:
+                    prior.open_flows.discard(msg.subject)
+
+        follower = Follower(
+            self.js,
+            self.names.flows_stream,
+            self.names.host(self.host_id),
+            on_msg,
+            idle_heartbeat=self._idle_heartbeat,
+        )
+        try:
+            await follower.start(30.0)
+        except (asyncio.TimeoutError, nats.errors.Error, OSError) as exc:
+            raise FleetUnavailable(
+                self._options.url, f"cannot read this host's state ({exc!r})"
+            ) from exc
+        finally:
+            await follower.stop()
+        self._priors = priors
+
+    async def _bind_submits(self) -> None:
+        """Bind the host's durable submit consumer. A killed forwarder's binding lingers until
+        the server notices its connection is gone: retried, bounded."""
+        config = ConsumerConfig(
+            durable_name=self.names.forwarder_consumer(self.host_id),
+            ack_policy=AckPolicy.EXPLICIT,
+            ack_wait=self._ack_wait,
+            deliver_policy=DeliverPolicy.ALL,
+            max_ack_pending=10000,
+        )
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 60.0
+        delay = 0.05
+        while True:
+            try:
+                self._submits = await self.js.subscribe(
+                    self.names.host_submits(self.host_id),
+                    durable=self.names.forwarder_consumer(self.host_id),
+                    stream=self.names.submits_stream,
+                    config=config,
+                    manual_ack=True,
+                    cb=self._on_submit,
+                )
+                return
+            except nats.js.errors.Error as exc:
+                if loop.time() + delay > deadline:
+                    raise FleetUnavailable(
+                        self._options.url, f"cannot take this host's submits ({exc})"
+                    ) from exc
+                log.info("pi_ask_sdk.fleet: waiting for the submit consumer: %s", exc)
+            await asyncio.sleep(delay)  # backoff: no event tells that the old binding is gone
+            delay = min(delay * 2, 1.0)
+
+    async def close(self) -> None:
+        """Stop following the relays (their Pis stay up in the fleet: a forwarder restart finds
+        them again), stop taking submits, disconnect."""
+        if self.closing:
+            return
+        self.closing = True
+        for handle in self._answerers.values():
+            handle.cancel()
+        self._answerers.clear()
+        tasks = list(self._tasks.values())
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        nc, self._nc = self._nc, None
+        if nc is not None:
+            with contextlib.suppress(nats.errors.Error, OSError, asyncio.TimeoutError):
+                await asyncio.wait_for(nc.drain(), 5)
+            if not nc.is_closed:
+                with contextlib.suppress(nats.errors.Error, OSError):
+                    await nc.close()
+
+    async def __aenter__(self) -> Self:
+        await self.open()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def run(self, stop: asyncio.Event | None = None) -> None:
+        """Follow every relay of this host (and each that starts later) until ``stop`` is set
+        or cancelled. Pis the fleet showed as up that have no relay any more are marked gone."""
+        stop = asyncio.Event() if stop is None else stop
+        loop = asyncio.get_running_loop()
+        first = True
+        while not stop.is_set() and not self.closing:
+            live = set(self.pids)
+            for info in discover_relays(
+                self._directory, known={self._links[p].info.path for p in live}
+            ):
+                if info.forwarded or not info.pid:
+                    continue  # another machine's Pi (ssh -L): its own forwarder mirrors it
+                task = self._tasks.get(info.pid)
+                if task is None or task.done():
+                    prior = self._priors.pop(info.pid, None) or Prior()
+                    link = PiLink(self, info, prior)
+                    self._links[info.pid] = link
+                    self._tasks[info.pid] = loop.create_task(link.run())
+            if first:
+                first = False
+                await self._mark_missing_gone()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(stop.wait(), self._poll)
+
+    async def _mark_missing_gone(self) -> None:
+        """Pis this host showed as up before, whose relay is not there now: gone."""
+        for pid, prior in list(self._priors.items()):
+            if pid in self._tasks:
+                continue
+            del self._priors[pid]
+            if prior.state is None or (prior.state.state != "up" and not prior.open_flows):
+                continue
+            for subject in sorted(prior.open_flows):
+                await self._publish_now(subject, b"{}", {Header.KIND: "gone"})
+            if prior.state.state == "up":
+                gone = PiState(
+                    state="gone",
+                    host=self.host_id,
+                    pid=pid,
+                    epoch=prior.state.epoch,
+                    forwarder=self.forwarder_id,
+                    detail="its relay is gone (found by a restarted forwarder)",
+                )
+                await self._publish_now(
+                    self.names.state(self.host_id, pid), ENCODER.encode(gone), {}
+                )
+
+    async def _publish_now(self, subject: str, body: bytes, headers: dict[str, str]) -> None:
+        with contextlib.suppress(nats.errors.Error, OSError, asyncio.TimeoutError):
+            await self.js.publish(subject, body, timeout=5.0, headers=headers)
+
+    # --- presence ---
+
+    async def _on_heartbeat(self, msg: Msg) -> None:
+        try:
+            beat = HEARTBEAT_DECODER.decode(msg.data)
+        except msgspec.DecodeError:
+            return
+        if beat.role != "answerer" or (beat.hosts is not None and self.host_id not in beat.hosts):
+            return
+        before = self.relay_role
+        handle = self._answerers.pop(beat.bridge, None)
+        if handle is not None:
+            handle.cancel()
+        if not beat.bye:
+            loop = asyncio.get_running_loop()
+            expiry = max(0.1, beat.interval) * self._presence_factor
+            self._answerers[beat.bridge] = loop.call_later(expiry, self._expire, beat.bridge)
+        if self.relay_role != before:
+            self._roles_changed()
+
+    def _expire(self, bridge: str) -> None:
+        if self._answerers.pop(bridge, None) is not None and not self._answerers:
+            self._roles_changed()
+
+    def _roles_changed(self) -> None:
+        role = self.relay_role
+        log.info(
+            "pi_ask_sdk.fleet: %s to the relays (answering bridges: %d)", role, len(self._answerers)
+        )
+        for link in self._links.values():
+            link.transport.set_role(role)
+        self._answer_changed.set()
+        self._answer_changed = asyncio.Event()
+
+    async def wait_role(self, role: RelayRole, timeout: float) -> None:
+        """Wait (at most ``timeout`` s) until the forwarder tells its relays ``role``; raises
+        ``TimeoutError``."""
+
+        async def until() -> None:
+            while self.relay_role != role:
+                await self._answer_changed.wait()
+
+        await asyncio.wait_for(until(), timeout)
+
+    # --- submits ---
+
+    async def _on_submit(self, msg: Msg) -> None:
+        parsed = self.names.parse(msg.subject)
+        if parsed is None or parsed[0] != self.host_id:
+            await _term(msg)
+            return
+        pid = parsed[1]
+        transport_id = (msg.headers or {}).get(Header.BRIDGE, "")
+        body = decode_body(msg)
+        event = decode_event(SUBMIT, body if body is not None else b"")
+        if not isinstance(event, SubmitEvent):
+            log.warning(
+                "pi_ask_sdk.fleet: dropped a submit for Pi %d that is not one: %s", pid, event
+            )
+            await _term(msg)
+            return
+        try:
+            # Acknowledged (and the server's receipt awaited) before the relay gets it: a
+            # forwarder killed in between loses the submit (its bridge times out), but a
+            # submit is never given to Pi twice.
+            await msg.ack_sync(timeout=2.0)
+        except (nats.errors.Error, OSError, asyncio.TimeoutError) as exc:
+            log.info("pi_ask_sdk.fleet: a submit's ack failed (it comes again): %r", exc)
+            return
+        key: SubmitKey = (pid, transport_id, event.flow_id, event.request_id)
+        seen = self.book.seen(key)
+        link = self._links.get(pid)
+        if isinstance(seen, bytes):
+            # Delivered again after it was answered: the same acknowledgement again.
+            if link is not None:
+                link._put(self.names.result(self.host_id, pid, transport_id), seen, {})
+            return
+        if seen == "in_flight":
+            return  # its result is on its way to the bridge
+        if link is None or not link.transport.is_connected:
+            log.info("pi_ask_sdk.fleet: a submit for Pi %d, which is not followed now", pid)
+            return  # the bridge learns the Pi's fate from its state (SubmitLost)
+        self.book.sent(key)
+        try:
+            await link.transport.send(event)
+        except ConnectionLost as exc:
+            self.book.unsent(key)
+            log.info("pi_ask_sdk.fleet: a submit for Pi %d was not delivered: %s", pid, exc)
+
+
+async def _term(msg: Msg) -> None:
+    with contextlib.suppress(nats.errors.Error, OSError, asyncio.TimeoutError):
+        await msg.term()

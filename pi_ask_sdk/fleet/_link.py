@@ -1,0 +1,298 @@
+"""One Pi process's link: its relay connection, and the ordered publishing of its events."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Final
+
+import msgspec
+import nats.errors
+import nats.js.errors
+
+from pi_ask_core import (
+    COMPLETED,
+    STARTED,
+    SUBMIT_RESULT,
+    CompletedEvent,
+    StartedEvent,
+    SubmitAck,
+    SubmitRejection,
+    decode_event,
+)
+from pi_ask_sdk.errors import FleetPayloadTooLarge
+from pi_ask_sdk.transports.base import EndReason
+from pi_ask_sdk.transports.nats import FlowKind, Header, PiState
+from pi_ask_sdk.transports.nats._setup import ENCODER, TooLarge, encode_body, max_payload
+from pi_ask_sdk.transports.relay import RelayInfo, RelayTransport
+
+if TYPE_CHECKING:
+    from ._forwarder import Forwarder
+
+log: Final = logging.getLogger("pi_ask_sdk.fleet")
+
+
+@dataclass(slots=True)
+class Prior:
+    """What the stream said about a Pi before this forwarder (re)started."""
+
+    state: PiState | None = None
+    open_flows: set[str] = field(default_factory=set)  # flow subjects whose last word is started
+
+
+@dataclass(frozen=True, slots=True)
+class _Publish:
+    subject: str
+    body: bytes
+    headers: dict[str, str]
+
+
+class PiLink:
+    """Mirrors one relay to NATS: its events in order on the Pi's subjects, with the Pi's state
+    and epoch; submits go the other way through ``transport``."""
+
+    def __init__(self, forwarder: Forwarder, info: RelayInfo, prior: Prior) -> None:
+        self.forwarder = forwarder
+        self.pid = info.pid
+        self.info = info
+        self.prior = prior
+        self.transport = RelayTransport(info.path, raw_events=True, role=forwarder.relay_role)
+        self.open_flows: dict[str, str] = {}  # flow id -> subject
+        self.epoch = secrets.token_hex(6)
+        self._opening = True
+        self._early: list[tuple[str, object, bool] | EndReason] = []
+        self._queue: asyncio.Queue[_Publish | None] = asyncio.Queue()
+        self._seq = 0
+        self._ended = asyncio.Event()
+
+    # --- the listener RelayTransport calls ---
+
+    def message(self, channel: str, data: object, *, replay: bool = False) -> None:
+        if self._opening:
+            self._early.append((channel, data, replay))
+        else:
+            self._event(channel, data, replay)
+
+    def ended(self, reason: EndReason) -> None:
+        if self._opening:
+            self._early.append(reason)
+        else:
+            self._end(reason)
+
+    # --- running ---
+
+    async def run(self) -> None:
+        """Open the relay, publish the Pi's state and forms, follow it until it ends, then
+        publish that it is gone. Returns once everything it queued is published (or the
+        forwarder closes)."""
+        publisher = asyncio.get_running_loop().create_task(self._publish_loop())
+        try:
+            try:
+                await self.transport.open(self)
+            except Exception as exc:
+                log.info("pi_ask_sdk.fleet: cannot follow the relay of Pi %d: %s", self.pid, exc)
+                self._opening = False
+                self._gone_prior(f"its relay refused: {exc}")
+                return
+            self._opening = False
+            self._first_state()
+            early, self._early = self._early, []
+            for item in early:
+                if isinstance(item, tuple):
+                    self._event(*item)
+                else:
+                    self._end(item)
+            await self._ended.wait()
+        finally:
+            await self.transport.close()
+            self._queue.put_nowait(None)
+            with contextlib.suppress(asyncio.CancelledError):
+                await publisher
+
+    def _first_state(self) -> None:
+        """The epoch: kept from before when every form the stream shows open is replayed now
+        (nothing happened to them in between that the bridges missed); else a new one, which
+        resets the bridges' view (as a relay reconnect does)."""
+        prior = self.prior
+        names = self.forwarder.names
+        replayed = {
+            names.flow(self.forwarder.host_id, self.pid, flow_id)
+            for flow_id, _ in self._early_started()
+        }
+        if prior.state is not None and prior.state.state == "up" and prior.open_flows <= replayed:
+            self.epoch = prior.state.epoch
+        self._publish_state("up")
+        for subject in prior.open_flows - replayed:
+            self._flow(subject, "gone", b"{}")
+
+    def _early_started(self) -> list[tuple[str, object]]:
+        started = []
+        for item in self._early:
+            if isinstance(item, tuple) and item[0] == STARTED:
+                event = decode_event(STARTED, item[1])
+                if isinstance(event, StartedEvent):
+                    started.append((event.flow_id, item[1]))
+        return started
+
+    def _gone_prior(self, detail: str) -> None:
+        """The relay cannot be followed: what the stream shows of this Pi is over."""
+        for subject in self.prior.open_flows:
+            self._flow(subject, "gone", b"{}")
+        if self.prior.state is not None and self.prior.state.state == "up":
+            self._publish_state("gone", detail)
+
+    # --- events ---
+
+    def _event(self, channel: str, data: object, replay: bool) -> None:
+        fwd = self.forwarder
+        body = _bytes(data)
+        if channel == STARTED:
+            event = decode_event(STARTED, data)
+            if not isinstance(event, StartedEvent):
+                log.warning("pi_ask_sdk.fleet: Pi %d: skipped a started event: %s", self.pid, event)
+                return
+            subject = fwd.names.flow(fwd.host_id, self.pid, event.flow_id)
+            self.open_flows[event.flow_id] = subject
+            try:
+                self._flow(subject, "started", body, replay=replay, check=True)
+            except FleetPayloadTooLarge as exc:
+                log.error("pi_ask_sdk.fleet: Pi %d: form %s: %s", self.pid, event.flow_id, exc)
+                tool_call = event.tool_call_id if isinstance(event.tool_call_id, str) else None
+                marker = TooLarge(
+                    flow_id=event.flow_id, tool_call_id=tool_call, size=exc.size, limit=exc.limit
+                )
+                self._flow(subject, "too_large", ENCODER.encode(marker))
+        elif channel == COMPLETED:
+            event_c = decode_event(COMPLETED, data)
+            if not isinstance(event_c, CompletedEvent):
+                log.warning("pi_ask_sdk.fleet: Pi %d: skipped a completed event", self.pid)
+                return
+            subject = self.open_flows.pop(event_c.flow_id, "") or fwd.names.flow(
+                fwd.host_id, self.pid, event_c.flow_id
+            )
+            try:
+                self._flow(subject, "completed", body, check=True)
+            except FleetPayloadTooLarge as exc:
+                # The form is over; what its completion said cannot be carried: say it ended.
+                log.error("pi_ask_sdk.fleet: Pi %d: %s", self.pid, exc)
+                self._flow(subject, "gone", b"{}")
+        elif channel == SUBMIT_RESULT:
+            verdict = decode_event(SUBMIT_RESULT, data)
+            if not isinstance(verdict, (SubmitAck, SubmitRejection)):
+                return
+            if isinstance(verdict, SubmitRejection) and verdict.error == "flow_not_found":
+                gone = self.open_flows.pop(verdict.flow_id, "")
+                if gone:  # the host has no such form: neither has the stream
+                    self._flow(gone, "gone", b"{}")
+            transport_id = fwd.book.answered(self.pid, verdict.request_id, verdict.flow_id, body)
+            if transport_id is None:
+                return  # a submit that did not come through this forwarder
+            self._put(fwd.names.result(fwd.host_id, self.pid, transport_id), body, {})
+
+    def _end(self, reason: EndReason) -> None:
+        if self._ended.is_set():
+            return
+        flows = list(self.open_flows.values())
+        self.open_flows.clear()
+        if reason == "session_ended":
+            # The bridges' view of this Pi is reset (a new epoch); the forms the relay replays
+            # on the next connection bring it back.
+            self.epoch = secrets.token_hex(6)
+            self._publish_state("up")
+            for subject in flows:
+                self._flow(subject, "gone", b"{}")
+            return
+        for subject in flows:
+            self._flow(subject, "gone", b"{}")
+        self._publish_state("gone", "the Pi exited or its relay closed")
+        self.forwarder.book.forget_pid(self.pid)
+        self._ended.set()
+
+    # --- publishing ---
+
+    def _publish_state(self, state: str, detail: str = "") -> None:
+        fwd = self.forwarder
+        hello = self.transport.hello
+        record = PiState(
+            state=state,
+            host=fwd.host_id,
+            pid=self.pid,
+            epoch=self.epoch,
+            forwarder=fwd.forwarder_id,
+            cwd="" if hello is None else hello.cwd,
+            pi_version="" if hello is None else hello.pi_version,
+            session_id="" if hello is None else hello.session_id,
+            detail=detail,
+        )
+        self._put(fwd.names.state(fwd.host_id, self.pid), ENCODER.encode(record), {})
+
+    def _flow(
+        self,
+        subject: str,
+        kind: FlowKind,
+        body: bytes,
+        *,
+        replay: bool = False,
+        check: bool = False,
+    ) -> None:
+        headers: dict[str, str] = {Header.KIND: kind}
+        if replay:
+            headers[Header.REPLAY] = "1"
+        if check:
+            packed, extra = encode_body(body, f"a {kind} event", max_payload(self.forwarder.nc))
+            headers.update(extra)
+            self._queue.put_nowait(_Publish(subject, packed, self._with_id(headers)))
+        else:
+            self._put(subject, body, headers)
+
+    def _put(self, subject: str, body: bytes, headers: dict[str, str]) -> None:
+        self._queue.put_nowait(_Publish(subject, body, self._with_id(headers)))
+
+    def _with_id(self, headers: dict[str, str]) -> dict[str, str]:
+        # A re-send after a lost acknowledgement is stored once (the stream's duplicate window).
+        self._seq += 1
+        headers[Header.MSG_ID] = f"{self.forwarder.forwarder_id}.{self.pid}.{self._seq}"
+        return headers
+
+    async def _publish_loop(self) -> None:
+        """One message at a time, in order, each until the stream stored it: a form's started
+        can never land after its completed."""
+        fwd = self.forwarder
+        while True:
+            item = await self._queue.get()
+            if item is None:
+                return
+            delay = 0.05
+            while True:
+                try:
+                    await fwd.js.publish(
+                        item.subject, item.body, timeout=2.0, headers=dict(item.headers)
+                    )
+                    break
+                except nats.js.errors.APIError as exc:
+                    if exc.err_code == 10054 or "maximum" in str(exc).lower():
+                        log.error("pi_ask_sdk.fleet: %s refused: %s", item.subject, exc)
+                        break  # will never fit: logged, not retried for ever
+                    log.debug("pi_ask_sdk.fleet: publish to %s failed: %r", item.subject, exc)
+                except nats.errors.MaxPayloadError as exc:
+                    log.error("pi_ask_sdk.fleet: %s too large: %s", item.subject, exc)
+                    break
+                except (nats.errors.Error, OSError, asyncio.TimeoutError) as exc:
+                    log.debug("pi_ask_sdk.fleet: publish to %s failed: %r", item.subject, exc)
+                if fwd.closing:
+                    return
+                await asyncio.sleep(delay)  # backoff while the server is away
+                delay = min(delay * 2, 1.0)
+
+
+def _bytes(data: object) -> bytes:
+    if isinstance(data, msgspec.Raw):
+        return bytes(data)
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return bytes(data)
+    if isinstance(data, str):
+        return data.encode("utf-8", "surrogatepass")
+    return ENCODER.encode(data)

@@ -1,0 +1,375 @@
+"""``Fleet``: a bridge's NATS connection to every Pi of every host; discovery and ``serve``."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import secrets
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Final
+
+import msgspec
+import nats.errors
+from nats.aio.client import Client
+from nats.aio.msg import Msg
+from nats.js import JetStreamContext
+from typing_extensions import Self
+
+from pi_ask_sdk.client import BridgeClient
+from pi_ask_sdk.errors import FleetError, FleetUnavailable
+from pi_ask_sdk.transports.relay import RelayRole
+
+from ._follow import Follower
+from ._setup import (
+    ENCODER,
+    STATE_DECODER,
+    FleetSettings,
+    Heartbeat,
+    NatsOptions,
+    PiState,
+    connect_nats,
+    decode_body,
+    ensure_streams,
+)
+from ._transport import NatsTransport
+from .subjects import FleetNames, check_host_id
+
+log: Final = logging.getLogger("pi_ask_sdk.fleet")
+
+__all__ = ["Fleet", "FleetHandler", "FleetPi", "serve_fleet"]
+
+
+@dataclass(frozen=True, slots=True)
+class FleetPi:
+    """A Pi process of the fleet, as its host's forwarder reported it."""
+
+    host: str
+    pid: int
+    cwd: str = ""
+    pi_version: str = ""
+    session_id: str = ""
+    forwarder: str = ""
+
+    @classmethod
+    def _from_state(cls, state: PiState) -> FleetPi:
+        return cls(
+            state.host, state.pid, state.cwd, state.pi_version, state.session_id, state.forwarder
+        )
+
+
+FleetHandler = Callable[[BridgeClient, FleetPi], Awaitable[None]]
+"""Serves one Pi of the fleet: typically ``async for flow in client.flows(): ...``."""
+
+
+class Fleet:
+    """A bridge's connection to the fleet: ``async with Fleet("nats://…") as fleet``.
+
+    ``options`` is a URL or ``NatsOptions`` (credentials, TLS). ``role="answerer"`` (the
+    default) heartbeats on ``<prefix>._bridge.<bridge_id>`` every ``heartbeat`` seconds, so the
+    forwarders make headless Pis wait for this bridge's answers (``hosts``: only those hosts'
+    forwarders count it; None: all); ``"observer"`` never makes a form wait. ``setup=False``
+    skips creating the streams (a bridge whose NATS user may not). ``idle_heartbeat`` bounds how
+    long a restarted server goes unnoticed by each consumer.
+
+    ``transport(host, pid)`` makes a ``NatsTransport`` for one Pi; ``pis()`` lists the Pis up
+    now; ``serve(handler)`` runs ``handler(client, pi)`` for every Pi, now and later.
+    Raises ``FleetUnavailable`` (from ``open``) when the server or its JetStream is unreachable.
+    """
+
+    def __init__(
+        self,
+        options: NatsOptions | str = "nats://127.0.0.1:4222",
+        *,
+        names: FleetNames | None = None,
+        settings: FleetSettings | None = None,
+        role: RelayRole = "answerer",
+        hosts: list[str] | None = None,
+        heartbeat: float = 1.0,
+        idle_heartbeat: float = 1.0,
+        setup: bool = True,
+        bridge_id: str | None = None,
+    ) -> None:
+        if role not in ("answerer", "observer"):
+            raise ValueError(f'role must be "answerer" or "observer", not {role!r}')
+        if heartbeat <= 0 or idle_heartbeat <= 0:
+            raise ValueError("heartbeat and idle_heartbeat must be positive")
+        self._options = NatsOptions(url=options) if isinstance(options, str) else options
+        self._names = names or FleetNames()
+        self._settings = settings or FleetSettings()
+        self._role: RelayRole = role
+        self._hosts = None if hosts is None else [check_host_id(h) for h in hosts]
+        self._heartbeat = heartbeat
+        self.idle_heartbeat = idle_heartbeat
+        self._setup = setup
+        self._bridge_id = bridge_id or secrets.token_hex(8)
+        self._nc: Client | None = None
+        self._js: JetStreamContext | None = None
+        self._transports: set[NatsTransport] = set()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._closed = False
+
+    # --- lifecycle ---
+
+    async def open(self) -> None:
+        """Connect, set up the streams (unless ``setup=False``), start heartbeating."""
+        if self._nc is not None:
+            raise RuntimeError("a Fleet can be opened once")
+        options = self._options
+        if options.name is None:
+            options = dataclasses.replace(options, name=f"pi-ask bridge {self._bridge_id}")
+        nc = await connect_nats(options)
+        self._nc = nc
+        self._js = nc.jetstream()
+        try:
+            if self._setup:
+                await ensure_streams(self._js, self._names, self._settings, self.url)
+            if self._role == "answerer":
+                await nc.subscribe(self._names.probe, cb=self._on_probe)
+                await self._beat()
+                self._tasks.append(asyncio.get_running_loop().create_task(self._beat_loop()))
+        except BaseException:
+            await self.close()
+            raise
+
+    async def close(self) -> None:
+        """Say goodbye (an answerer), end every transport (``disconnected``), disconnect."""
+        if self._closed:
+            return
+        self._closed = True
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks.clear()
+        for transport in list(self._transports):
+            transport._fleet_closed()
+        nc, self._nc = self._nc, None
+        if nc is None:
+            return
+        if self._role == "answerer" and nc.is_connected:
+            bye = Heartbeat(bridge=self._bridge_id, role=self._role, bye=True)
+            with contextlib.suppress(nats.errors.Error, OSError):
+                await nc.publish(self._names.bridge(self._bridge_id), ENCODER.encode(bye))
+        with contextlib.suppress(nats.errors.Error, OSError, asyncio.TimeoutError):
+            await asyncio.wait_for(nc.drain(), 5)
+        if not nc.is_closed:
+            with contextlib.suppress(nats.errors.Error, OSError):
+                await nc.close()
+
+    async def __aenter__(self) -> Self:
+        await self.open()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    # --- what transports use ---
+
+    @property
+    def nc(self) -> Client:
+        if self._nc is None:
+            raise FleetUnavailable(self.url, "the fleet is not open")
+        return self._nc
+
+    @property
+    def js(self) -> JetStreamContext:
+        if self._js is None or self._nc is None:
+            raise FleetUnavailable(self.url, "the fleet is not open")
+        return self._js
+
+    @property
+    def names(self) -> FleetNames:
+        return self._names
+
+    @property
+    def url(self) -> str:
+        return self._options.url
+
+    @property
+    def bridge_id(self) -> str:
+        """This bridge's id in presence heartbeats."""
+        return self._bridge_id
+
+    @property
+    def role(self) -> RelayRole:
+        return self._role
+
+    def _attach(self, transport: NatsTransport) -> None:
+        self._transports.add(transport)
+
+    def _detach(self, transport: NatsTransport) -> None:
+        self._transports.discard(transport)
+
+    # --- presence ---
+
+    async def _beat(self) -> None:
+        beat = Heartbeat(
+            bridge=self._bridge_id, role=self._role, interval=self._heartbeat, hosts=self._hosts
+        )
+        nc = self._nc
+        if nc is not None and nc.is_connected:
+            with contextlib.suppress(nats.errors.Error, OSError):
+                await nc.publish(self._names.bridge(self._bridge_id), ENCODER.encode(beat))
+
+    async def _beat_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self._heartbeat)  # the heartbeat's period, not a synchronisation
+            await self._beat()
+
+    async def _on_probe(self, msg: Msg) -> None:
+        await self._beat()
+
+    # --- Pis ---
+
+    def transport(
+        self, host: str, pid: int, *, open_timeout: float = 10.0, send_timeout: float = 5.0
+    ) -> NatsTransport:
+        """A ``NatsTransport`` for Pi ``pid`` on ``host`` (not yet opened)."""
+        return NatsTransport(
+            self, check_host_id(host), pid, open_timeout=open_timeout, send_timeout=send_timeout
+        )
+
+    async def pis(self, *, timeout: float = 10.0) -> list[FleetPi]:
+        """The Pis up now, by host and pid. Raises ``FleetUnavailable`` when the states do not
+        come within ``timeout`` seconds."""
+        states: dict[str, PiState] = {}
+
+        def on_state(msg: Msg) -> None:
+            state = _state(msg)
+            if state is not None:
+                states[msg.subject] = state
+
+        follower = Follower(
+            self.js,
+            self._names.flows_stream,
+            self._names.all_states,
+            on_state,
+            idle_heartbeat=self.idle_heartbeat,
+        )
+        try:
+            await follower.start(timeout)
+        except (asyncio.TimeoutError, nats.errors.Error, OSError) as exc:
+            raise FleetUnavailable(self.url, f"the Pis' states did not come ({exc!r})") from exc
+        finally:
+            await follower.stop()
+        up = [FleetPi._from_state(s) for s in states.values() if s.state == "up"]
+        return sorted(up, key=lambda pi: (pi.host, pi.pid))
+
+    async def wait_pi(self, host: str, pid: int, *, timeout: float = 10.0) -> FleetPi:
+        """Wait (at most ``timeout`` s) until a forwarder reports Pi ``pid`` on ``host`` as up,
+        and return it. Raises ``TimeoutError``, or ``FleetUnavailable``."""
+        found: asyncio.Future[FleetPi] = asyncio.get_running_loop().create_future()
+
+        def on_state(msg: Msg) -> None:
+            state = _state(msg)
+            if state is not None and state.state == "up" and not found.done():
+                found.set_result(FleetPi._from_state(state))
+
+        follower = Follower(
+            self.js,
+            self._names.flows_stream,
+            self._names.state(check_host_id(host), pid),
+            on_state,
+            idle_heartbeat=self.idle_heartbeat,
+        )
+        try:
+            try:
+                await follower.start(timeout)
+            except (nats.errors.Error, OSError) as exc:
+                raise FleetUnavailable(self.url, f"cannot follow Pi {pid} ({exc!r})") from exc
+            return await asyncio.wait_for(found, timeout)
+        finally:
+            await follower.stop()
+
+    async def serve(
+        self,
+        handler: FleetHandler,
+        *,
+        stop: asyncio.Event | None = None,
+        request_id_prefix: str = "bridge",
+        timeout: float = 10.0,
+    ) -> None:
+        """Run ``handler(client, pi)`` for every Pi up in the fleet, and for each that comes up
+        later, until ``stop`` is set (or cancelled). Each Pi gets its own ``BridgeClient`` over a
+        ``NatsTransport``, so one Pi's session end or exit touches only its forms; a handler's
+        failure is logged and stays with its Pi."""
+        stop = asyncio.Event() if stop is None else stop
+        serving: dict[tuple[str, int], asyncio.Task[None]] = {}
+        loop = asyncio.get_running_loop()
+
+        def on_state(msg: Msg) -> None:
+            state = _state(msg)
+            if state is None or state.state != "up" or stop.is_set():
+                return
+            key = (state.host, state.pid)
+            task = serving.get(key)
+            if task is None or task.done():
+                pi = FleetPi._from_state(state)
+                serving[key] = loop.create_task(self._serve_one(handler, pi, request_id_prefix))
+
+        follower = Follower(
+            self.js,
+            self._names.flows_stream,
+            self._names.all_states,
+            on_state,
+            idle_heartbeat=self.idle_heartbeat,
+        )
+        try:
+            try:
+                await follower.start(timeout)
+            except (asyncio.TimeoutError, nats.errors.Error, OSError) as exc:
+                raise FleetUnavailable(self.url, f"the Pis' states did not come ({exc!r})") from exc
+            await stop.wait()
+        finally:
+            await follower.stop()
+            for task in serving.values():
+                task.cancel()
+            for task in serving.values():
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    async def _serve_one(self, handler: FleetHandler, pi: FleetPi, prefix: str) -> None:
+        try:
+            async with BridgeClient(self.transport(pi.host, pi.pid), request_id_prefix=prefix) as c:
+                await handler(c, pi)
+        except asyncio.CancelledError:
+            raise
+        except FleetError as exc:
+            log.info("pi_ask_sdk.fleet: not serving Pi %d on %r: %s", pi.pid, pi.host, exc)
+        except Exception:
+            log.exception("pi_ask_sdk.fleet: serving Pi %d on %r failed", pi.pid, pi.host)
+
+
+def _state(msg: Msg) -> PiState | None:
+    body = decode_body(msg)
+    if body is None:
+        return None
+    try:
+        return STATE_DECODER.decode(body)
+    except msgspec.DecodeError:
+        log.warning("pi_ask_sdk.fleet: skipped a bad state on %s", msg.subject)
+        return None
+
+
+async def serve_fleet(
+    handler: FleetHandler,
+    options: NatsOptions | str = "nats://127.0.0.1:4222",
+    *,
+    stop: asyncio.Event | None = None,
+    names: FleetNames | None = None,
+) -> None:
+    """``serve_every_pi`` for the fleet: ``handler(client, pi)`` for every Pi on every host
+    (including Pis and hosts that appear later), as an answering bridge, until ``stop`` is set
+    or cancelled. Raises ``FleetUnavailable`` when the server cannot be reached."""
+    async with Fleet(options, names=names) as fleet:
+        await fleet.serve(handler, stop=stop)

@@ -1,0 +1,327 @@
+"""``NatsTransport``: one Pi process of the fleet, reached through NATS JetStream."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import secrets
+from typing import TYPE_CHECKING, Final, Literal
+
+import msgspec
+import nats.errors
+import nats.js.errors
+from nats.aio.msg import Msg
+from nats.js.api import DeliverPolicy
+
+from pi_ask_core import COMPLETED, STARTED, SUBMIT_RESULT, SubmitEvent
+from pi_ask_sdk.errors import ConnectionLost, FleetPiNotFound, FleetUnavailable
+from pi_ask_sdk.transports.base import TransportListener
+
+from ._follow import Follower
+from ._setup import STATE_DECODER, TOO_LARGE_DECODER, PiState, decode_body, encode_body, max_payload
+from .subjects import Header
+
+if TYPE_CHECKING:
+    from ._fleet import Fleet
+
+log: Final = logging.getLogger("pi_ask_sdk.fleet")
+
+_Phase = Literal["new", "snapshot", "live", "ended", "closed"]
+_ENCODER: Final = msgspec.json.Encoder()
+
+
+def encode_submit(payload: SubmitEvent) -> bytes:
+    """A submit's JSON; a lone surrogate is written as a ``\\udXXX`` escape (the host judges it),
+    as the relay transport does."""
+    try:
+        return _ENCODER.encode(payload)
+    except UnicodeEncodeError:
+        return json.dumps(
+            msgspec.to_builtins(payload), ensure_ascii=True, separators=(",", ":")
+        ).encode()
+
+
+def submit_msg_id(transport_id: str, flow_id: str, request_id: str) -> str:
+    """The ``Nats-Msg-Id`` of a submit: the same for a re-send of the same submit, so JetStream
+    stores it once within its ``duplicate_window``."""
+    key = "\x00".join((transport_id, flow_id, request_id)).encode("utf-8", "surrogatepass")
+    return hashlib.sha256(key).hexdigest()[:40]
+
+
+class NatsTransport:
+    """A ``Transport`` to the Pi ``pid`` on ``host``, through a ``Fleet``'s NATS connection.
+
+    ``open`` reads the Pi's forms that are open now (its snapshot in the FLOWS stream, delivered
+    as replays) and raises ``FleetPiNotFound`` when no forwarder reports that Pi as up, or
+    ``FleetUnavailable`` when the snapshot does not come within ``open_timeout`` seconds.
+    Afterwards it delivers the Pi's forms live, and the submit-results of its own submits.
+    ``ended("session_ended")`` when the forwarder resets the Pi's view (a session end, or a
+    relay connection it lost and regained), ``ended("disconnected")`` when the Pi is gone or
+    the fleet was closed.
+
+    ``send`` publishes the submit to the Pi's host (JetStream, de-duplicated by a ``Nats-Msg-Id``
+    of this transport, flow and request id) and waits at most ``send_timeout`` seconds for the
+    stream to store it, re-sending on a timeout. Raises ``FleetPayloadTooLarge`` for a submit
+    over the server's ``max_payload`` and ``ConnectionLost`` when it surely was not stored;
+    when it may have been (no acknowledgement in time) it returns, and the submit's result
+    wait decides (``SubmitTimedOut`` at worst: never a false "not sent").
+    """
+
+    def __init__(
+        self,
+        fleet: Fleet,
+        host: str,
+        pid: int,
+        *,
+        open_timeout: float = 10.0,
+        send_timeout: float = 5.0,
+    ) -> None:
+        self._fleet = fleet
+        self._host = host
+        self._pid = pid
+        self._open_timeout = open_timeout
+        self._send_timeout = send_timeout
+        self._id = secrets.token_hex(8)
+        self._listener: TransportListener | None = None
+        self._phase: _Phase = "new"
+        self._state: PiState | None = None
+        self._snapshot: dict[str, bytes] = {}  # flow subject -> its open started (snapshot)
+        self._flows: Follower | None = None
+        self._results: Follower | None = None
+
+    # --- introspection ---
+
+    @property
+    def host(self) -> str:
+        return self._host
+
+    @property
+    def pid(self) -> int:
+        return self._pid
+
+    @property
+    def transport_id(self) -> str:
+        """This transport's id: where its submit-results are published."""
+        return self._id
+
+    @property
+    def state(self) -> PiState | None:
+        """The Pi's last state message (its cwd, Pi version, session, epoch)."""
+        return self._state
+
+    @property
+    def is_connected(self) -> bool:
+        return self._phase == "live"
+
+    # --- Transport ---
+
+    async def open(self, listener: TransportListener) -> None:
+        if self._phase != "new":
+            raise RuntimeError("NatsTransport can be opened once")
+        fleet = self._fleet
+        js = fleet.js
+        names = fleet.names
+        self._listener = listener
+        self._phase = "snapshot"
+        fleet._attach(self)
+        try:
+            # Results first: a submit sent right after open() must find its result's consumer.
+            self._results = Follower(
+                js,
+                names.results_stream,
+                names.result(self._host, self._pid, self._id),
+                self._on_result,
+                policy=DeliverPolicy.NEW,
+                idle_heartbeat=fleet.idle_heartbeat,
+            )
+            await self._results.start(self._open_timeout)
+            self._flows = Follower(
+                js,
+                names.flows_stream,
+                names.pi(self._host, self._pid),
+                self._on_flow,
+                idle_heartbeat=fleet.idle_heartbeat,
+            )
+            try:
+                await self._flows.start(self._open_timeout)
+            except asyncio.TimeoutError:
+                raise FleetUnavailable(
+                    fleet.url,
+                    f"the snapshot of Pi {self._pid} on {self._host!r} did not come "
+                    f"within {self._open_timeout:g} s",
+                ) from None
+            except (nats.errors.Error, OSError) as exc:
+                raise FleetUnavailable(
+                    fleet.url, f"cannot follow Pi {self._pid} ({exc!r})"
+                ) from exc
+            state = self._state
+            if state is None or state.state != "up":
+                raise FleetPiNotFound(
+                    self._host, self._pid, "" if state is None else state.detail or state.state
+                )
+            snapshot, self._snapshot = self._snapshot, {}
+            self._phase = "live"
+            for body in snapshot.values():  # the forms open now, as replays
+                listener.message(STARTED, body, replay=True)
+        except BaseException:
+            await self._stop("closed")
+            raise
+
+    async def send(self, payload: SubmitEvent) -> None:
+        if self._phase != "live":
+            raise ConnectionLost("disconnected", f"not following Pi {self._pid} on {self._host!r}")
+        fleet = self._fleet
+        body, headers = encode_body(encode_submit(payload), "the submit", max_payload(fleet.nc))
+        headers[Header.BRIDGE] = self._id
+        headers[Header.MSG_ID] = submit_msg_id(self._id, payload.flow_id, payload.request_id)
+        subject = fleet.names.submit(self._host, self._pid)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._send_timeout
+        last = "no attempt"
+        while True:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                break
+            try:
+                await fleet.js.publish(
+                    subject,
+                    body,
+                    timeout=min(remaining, 2.0),
+                    stream=fleet.names.submits_stream,
+                    headers=dict(headers),
+                )
+                return
+            except (nats.errors.TimeoutError, asyncio.TimeoutError):
+                # It may have been stored: re-send with the same id (stored once), and if no
+                # answer ever comes, return: the result wait tells (SubmitTimedOut at worst).
+                last = "ambiguous"
+                continue
+            except nats.js.errors.NoStreamResponseError:
+                last = "no stream answered (is JetStream up?)"
+            except (nats.errors.ConnectionClosedError, nats.errors.ConnectionDrainingError):
+                raise ConnectionLost("disconnected", "the NATS connection is closed") from None
+            except nats.js.errors.APIError as exc:
+                raise ConnectionLost(
+                    "disconnected", f"the stream refused the submit: {exc}"
+                ) from None
+            except (nats.errors.Error, OSError) as exc:
+                last = repr(exc)
+            if not self.is_connected:  # ended meanwhile
+                break
+            await asyncio.sleep(min(0.05, max(0.0, deadline - loop.time())))  # backoff
+        if last == "ambiguous":
+            log.warning(
+                "pi_ask_sdk.fleet: no acknowledgement of a submit to Pi %d on %r within %g s; "
+                "it may still arrive",
+                self._pid,
+                self._host,
+                self._send_timeout,
+            )
+            return
+        raise ConnectionLost("disconnected", f"the submit was not stored: {last}")
+
+    async def close(self) -> None:
+        await self._stop("closed")
+
+    # --- internals ---
+
+    async def _stop(self, phase: _Phase) -> None:
+        if self._phase == "closed":
+            return
+        self._phase = phase
+        self._listener = None
+        self._fleet._detach(self)
+        for follower in (self._flows, self._results):
+            if follower is not None:
+                await follower.stop()
+
+    def _end(self, reason: Literal["session_ended", "disconnected"]) -> None:
+        listener = self._listener
+        if reason == "disconnected":
+            self._phase = "ended"
+            self._listener = None
+            asyncio.get_running_loop().create_task(self._stop("ended"))
+        if listener is not None:
+            listener.ended(reason)
+
+    def _fleet_closed(self) -> None:
+        """The fleet's connection closed for good."""
+        if self._phase in ("live", "snapshot"):
+            self._end("disconnected")
+
+    def _on_flow(self, msg: Msg) -> None:
+        names = self._fleet.names
+        parsed = names.parse(msg.subject)
+        if parsed is None or self._phase in ("ended", "closed"):
+            return
+        kind = parsed[2]
+        body = decode_body(msg)
+        if body is None:
+            return
+        if kind == "state":
+            self._on_state(body)
+            return
+        if kind != "flow":
+            return
+        flow_kind = (msg.headers or {}).get(Header.KIND)
+        if self._phase == "snapshot":
+            if flow_kind == "started":
+                self._snapshot[msg.subject] = body
+            else:
+                self._snapshot.pop(msg.subject, None)
+                if flow_kind == "too_large":
+                    self._too_large(body)
+            return
+        listener = self._listener
+        if listener is None:
+            return
+        if flow_kind == "started":
+            replay = (msg.headers or {}).get(Header.REPLAY) == "1"
+            listener.message(STARTED, body, replay=replay)
+        elif flow_kind == "completed":
+            listener.message(COMPLETED, body)
+        elif flow_kind == "too_large":
+            self._too_large(body)
+        # "gone": the bridge learns it as the host tells it (a submit gets flow_not_found), or
+        # with the new epoch that comes with it; nothing here invents a completion.
+
+    def _on_state(self, body: bytes) -> None:
+        try:
+            state = STATE_DECODER.decode(body)
+        except msgspec.DecodeError as exc:
+            log.warning("pi_ask_sdk.fleet: skipped a bad state of Pi %d: %s", self._pid, exc)
+            return
+        before, self._state = self._state, state
+        if self._phase == "snapshot":
+            return
+        if state.state != "up":
+            self._end("disconnected")
+        elif before is not None and before.epoch != state.epoch:
+            self._end("session_ended")
+
+    def _too_large(self, body: bytes) -> None:
+        try:
+            info = TOO_LARGE_DECODER.decode(body)
+        except msgspec.DecodeError:
+            return
+        log.error(
+            "pi_ask_sdk.fleet: the form %s (tool call %s) of Pi %d on %r is %d bytes, more than "
+            "the NATS server's max_payload of %d even compressed: no bridge can see it (raise "
+            "max_payload in nats-server's configuration)",
+            info.flow_id,
+            info.tool_call_id,
+            self._pid,
+            self._host,
+            info.size,
+            info.limit,
+        )
+
+    def _on_result(self, msg: Msg) -> None:
+        listener = self._listener
+        if listener is None or self._phase != "live":
+            return
+        body = decode_body(msg)
+        if body is not None:
+            listener.message(SUBMIT_RESULT, body)

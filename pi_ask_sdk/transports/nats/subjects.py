@@ -1,0 +1,202 @@
+"""Every NATS subject, stream and header name of the fleet, in one place (docs/fleet.md).
+
+Importing this module does not import ``nats``: tools may name subjects without the extra.
+
+Subjects (``<p>`` is the prefix, ``piask`` by default; ``<host>`` a host id; ``<pid>`` Pi's
+process id; ``<flow>`` a token made from the flow id; ``<tid>`` one bridge transport's id):
+
+==================================  ==========  =========================================
+subject                             stream      what
+==================================  ==========  =========================================
+``<p>.<host>.<pid>.state``          FLOWS       the Pi process: up (with its epoch) or gone
+``<p>.<host>.<pid>.flow.<flow>``    FLOWS       one form: its started, completed or gone
+``<p>.<host>.<pid>.submit``         SUBMITS     a bridge's submit for that Pi
+``<p>.<host>.<pid>.result.<tid>``   RESULTS     the host's submit-result, for the bridge that sent
+``<p>._bridge.<bridge>``            (core)      a bridge's presence heartbeat (and its goodbye)
+``<p>._probe``                      (core)      a forwarder asks every bridge to heartbeat now
+==================================  ==========  =========================================
+
+FLOWS keeps one message per subject (``max_msgs_per_subject=1``): the last word on each form
+and each Pi. A bridge reads it with one ordered consumer, ``DeliverPolicy.LAST_PER_SUBJECT``
+filtered to one Pi: the snapshot (forms open now, never a completed one as open) and then the
+tail, from one consumer, so nothing falls between the two.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import Final, Literal
+
+__all__ = [
+    "DEFAULT_PREFIX",
+    "FleetNames",
+    "FlowKind",
+    "Header",
+    "check_host_id",
+    "flow_token",
+]
+
+DEFAULT_PREFIX: Final = "piask"
+
+FlowKind = Literal["started", "completed", "gone", "too_large"]
+"""What a message on a flow subject is (its ``Pi-Ask-Kind`` header): the host's ``started`` or
+``completed`` payload, unchanged; ``gone``: the form ended without a ``completed`` (its session
+ended, its Pi exited, or it vanished while the forwarder was away); ``too_large``: its started
+payload did not fit the server's ``max_payload`` (the body says how big it was)."""
+
+
+class Header:
+    """NATS header names the fleet sets."""
+
+    KIND: Final = "Pi-Ask-Kind"
+    """On a flow subject: its ``FlowKind``."""
+    REPLAY: Final = "Pi-Ask-Replay"
+    """``"1"`` on a ``started`` that was already open when the forwarder (re)connected."""
+    ENCODING: Final = "Pi-Ask-Encoding"
+    """``"zlib"`` when the body is zlib-compressed (bodies over ``COMPRESS_OVER`` bytes)."""
+    BRIDGE: Final = "Pi-Ask-Bridge"
+    """On a submit: the sending transport's id (where its submit-result goes)."""
+    MSG_ID: Final = "Nats-Msg-Id"
+    """JetStream's own de-duplication id (within the stream's ``duplicate_window``)."""
+
+
+COMPRESS_OVER: Final = 64 * 1024
+"""Event and submit bodies longer than this are sent zlib-compressed (``Header.ENCODING``):
+form JSON compresses well, so most forms far over 1 MiB still fit the server's max_payload."""
+
+_HOST_ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+_PREFIX: Final = re.compile(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*")
+
+
+def check_host_id(host: str) -> str:
+    """``host`` if it can be a subject token: 1-64 of ``A-Z a-z 0-9 _ -``, not starting with
+    ``_`` or ``-`` (``_`` starts the fleet's own subjects). Raises ``ValueError`` otherwise."""
+    if not isinstance(host, str) or _HOST_ID.fullmatch(host) is None:
+        raise ValueError(
+            f"a host id is 1-64 letters, digits, '_' or '-', starting with a letter or digit: "
+            f"not {host!r}"
+        )
+    return host
+
+
+def flow_token(flow_id: str) -> str:
+    """The subject token for ``flow_id``: base64url (no padding) of its UTF-8 bytes, or for an
+    id longer than 96 bytes (or not encodable) ``h`` + 40 hex digits of its SHA-256. A flow
+    id may hold any character, a subject token only some."""
+    data = flow_id.encode("utf-8", "surrogatepass")
+    if len(data) <= 96:
+        return "b" + base64.urlsafe_b64encode(data).decode("ascii").rstrip("=")
+    return "h" + hashlib.sha256(data).hexdigest()[:40]
+
+
+@dataclass(frozen=True, slots=True)
+class FleetNames:
+    """The subjects, streams and consumer names under one ``prefix`` (several fleets may share
+    one NATS server with different prefixes). Stream names are ``<STREAM>_<PREFIX>`` in upper
+    case, e.g. ``PIASK_FLOWS``."""
+
+    prefix: str = DEFAULT_PREFIX
+
+    def __post_init__(self) -> None:
+        if _PREFIX.fullmatch(self.prefix) is None:
+            raise ValueError(
+                f"a subject prefix is dot-separated tokens of A-Z a-z 0-9 _ -: {self.prefix!r}"
+            )
+
+    # --- streams ---
+
+    @property
+    def _stem(self) -> str:
+        return self.prefix.replace(".", "_").replace("-", "_").upper()
+
+    @property
+    def flows_stream(self) -> str:
+        """The stream of Pi states and forms (one message per subject)."""
+        return f"{self._stem}_FLOWS"
+
+    @property
+    def submits_stream(self) -> str:
+        """The work queue of submits (each taken once, by its host's forwarder)."""
+        return f"{self._stem}_SUBMITS"
+
+    @property
+    def results_stream(self) -> str:
+        """The stream of submit-results, one subject per sending transport."""
+        return f"{self._stem}_RESULTS"
+
+    # --- subjects ---
+
+    def state(self, host: str, pid: int) -> str:
+        return f"{self.prefix}.{host}.{pid}.state"
+
+    def flow(self, host: str, pid: int, flow_id: str) -> str:
+        return f"{self.prefix}.{host}.{pid}.flow.{flow_token(flow_id)}"
+
+    def submit(self, host: str, pid: int) -> str:
+        return f"{self.prefix}.{host}.{pid}.submit"
+
+    def result(self, host: str, pid: int, transport_id: str) -> str:
+        return f"{self.prefix}.{host}.{pid}.result.{transport_id}"
+
+    def bridge(self, bridge_id: str) -> str:
+        return f"{self.prefix}._bridge.{bridge_id}"
+
+    @property
+    def probe(self) -> str:
+        return f"{self.prefix}._probe"
+
+    # --- filters ---
+
+    def pi(self, host: str, pid: int) -> str:
+        """Everything FLOWS holds on one Pi (its state and its forms)."""
+        return f"{self.prefix}.{host}.{pid}.>"
+
+    def host(self, host: str) -> str:
+        """Everything FLOWS holds on one host's Pis."""
+        return f"{self.prefix}.{host}.>"
+
+    @property
+    def all_states(self) -> str:
+        """Every Pi's state subject (fleet discovery)."""
+        return f"{self.prefix}.*.*.state"
+
+    def host_submits(self, host: str) -> str:
+        """The submits one host's forwarder takes."""
+        return f"{self.prefix}.{host}.*.submit"
+
+    @property
+    def all_bridges(self) -> str:
+        return f"{self.prefix}._bridge.*"
+
+    def forwarder_consumer(self, host: str) -> str:
+        """The durable consumer of SUBMITS that a host's forwarder reads."""
+        return f"forward-{host}"
+
+    # --- stream subject sets ---
+
+    @property
+    def flows_subjects(self) -> list[str]:
+        return [f"{self.prefix}.*.*.state", f"{self.prefix}.*.*.flow.*"]
+
+    @property
+    def submits_subjects(self) -> list[str]:
+        return [f"{self.prefix}.*.*.submit"]
+
+    @property
+    def results_subjects(self) -> list[str]:
+        return [f"{self.prefix}.*.*.result.*"]
+
+    def parse(self, subject: str) -> tuple[str, int, str, str] | None:
+        """``(host, pid, kind, rest)`` of a per-Pi subject (``kind``: state, flow, submit or
+        result; ``rest``: the token after it, or ``""``), or None for anything else."""
+        head = self.prefix + "."
+        if not subject.startswith(head):
+            return None
+        parts = subject[len(head) :].split(".")
+        if len(parts) < 3 or not parts[1].isdigit():
+            return None
+        rest = parts[3] if len(parts) > 3 else ""
+        return parts[0], int(parts[1]), parts[2], rest

@@ -1,0 +1,115 @@
+"""Fixtures of the fleet tests: a real nats-server, Python relays with live pids, a forwarder."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import subprocess
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+
+from pi_ask_sdk._nats_server import NatsServer, NatsServerError, find_nats_server
+from pi_ask_sdk.fleet import Forwarder
+from pi_ask_sdk.transports.nats import Fleet
+
+from ..relay.fake_relay import FakeRelay
+
+
+def _ci() -> bool:
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+@pytest.fixture
+def nats_server(tmp_path: Path) -> Iterator[NatsServer]:
+    """A real nats-server with JetStream on 127.0.0.1 (its store in tmp_path), stopped after."""
+    try:
+        find_nats_server()
+    except NatsServerError as exc:
+        if _ci():
+            raise
+        pytest.skip(f"{exc} (CI=true makes this a failure)")
+    server = NatsServer(tmp_path / "jetstream")
+    server.start()
+    yield server
+    server.stop()
+
+
+class Host:
+    """One simulated host: a relay directory of Python relays, each with a live pid (a child
+    process standing in for its Pi), and its forwarder."""
+
+    def __init__(self, directory: Path, url: str, host_id: str) -> None:
+        self.directory = directory
+        self.url = url
+        self.host_id = host_id
+        self.relays: dict[int, FakeRelay] = {}
+        self.pis: dict[int, subprocess.Popen[bytes]] = {}
+        self.forwarder: Forwarder | None = None
+        self._run: asyncio.Task[None] | None = None
+        self._stop = asyncio.Event()
+
+    async def start_pi(self) -> FakeRelay:
+        """A new 'Pi': a live process and a relay socket named for its pid."""
+        proc = subprocess.Popen(["sleep", "600"])
+        relay = FakeRelay(self.directory, pid=proc.pid)
+        await relay.start()
+        self.pis[proc.pid] = proc
+        self.relays[proc.pid] = relay
+        return relay
+
+    async def exit_pi(self, pid: int) -> None:
+        """The Pi exits: its process dies, its relay closes."""
+        proc = self.pis.pop(pid)
+        proc.kill()
+        proc.wait(10)
+        await self.relays.pop(pid).stop()
+
+    async def start_forwarder(self, *, poll: float = 0.05) -> Forwarder:
+        forwarder = Forwarder(
+            self.url, host_id=self.host_id, directory=self.directory, poll=poll,
+            idle_heartbeat=0.5,
+        )
+        await forwarder.open()
+        self.forwarder = forwarder
+        self._stop = asyncio.Event()
+        self._run = asyncio.get_running_loop().create_task(forwarder.run(self._stop))
+        return forwarder
+
+    async def stop_forwarder(self) -> None:
+        self._stop.set()
+        if self._run is not None:
+            await asyncio.wait_for(self._run, 10)
+            self._run = None
+        if self.forwarder is not None:
+            await asyncio.wait_for(self.forwarder.close(), 10)
+            self.forwarder = None
+
+    async def wait_followed(self, pid: int, timeout: float = 10.0) -> None:
+        """Until the forwarder follows ``pid``'s relay (its relay has a client)."""
+        await self.relays[pid].wait_connected(1, timeout)
+
+    async def close(self) -> None:
+        await self.stop_forwarder()
+        for pid in list(self.pis):
+            with contextlib.suppress(Exception):
+                await self.exit_pi(pid)
+
+
+@pytest_asyncio.fixture
+async def host(tmp_path: Path, nats_server: NatsServer) -> AsyncIterator[Host]:
+    """Host "h1" with no Pi yet and no forwarder yet."""
+    made = Host(tmp_path / "relays", nats_server.url, "h1")
+    made.directory.mkdir(mode=0o700)
+    yield made
+    await made.close()
+
+
+@pytest_asyncio.fixture
+async def fleet(nats_server: NatsServer) -> AsyncIterator[Fleet]:
+    """An answering bridge's fleet connection."""
+    async with Fleet(nats_server.url, heartbeat=0.2, idle_heartbeat=0.5) as connected:
+        yield connected
