@@ -35,6 +35,7 @@ FAST = [
     "--ignore=tests/browser",
     "--ignore=tests/stress",
     "--ignore=tests/remote",
+    "--ignore=tests/fleet",
 ]
 
 

@@ -1,5 +1,5 @@
-"""The ``pi-ask`` command and its nine subcommands: ``demo``, ``schema``, ``relay-path``,
-``docs``, ``watch``, ``answer``, ``doctor``, ``standin-path`` and ``try``.
+"""The ``pi-ask`` command and its ten subcommands: ``demo``, ``schema``, ``relay-path``,
+``docs``, ``watch``, ``answer``, ``doctor``, ``standin-path``, ``try`` and ``forward``.
 
 Each subcommand imports what it needs when it runs, so ``pi-ask --help`` stays fast. Help
 texts and exit statuses are in ``usage.py``.
@@ -64,6 +64,12 @@ def _cmd_try(args: argparse.Namespace) -> int:
     from .trying import run
 
     return run(args.form, args.count, args.flavour, args.host)
+
+
+def _cmd_forward(args: argparse.Namespace) -> int:
+    from .forward import forward
+
+    return forward(args)
 
 
 def _cmd_docs(args: argparse.Namespace) -> int:
@@ -194,6 +200,21 @@ def _parser() -> CommandParser:
     )
     try_.add_argument("--host", help="your pi-agent-ask extension instead of the stand-in host")
     try_.set_defaults(run=_cmd_try)
+
+    from .forward import add_nats_args
+
+    forward = commands.add_parser(
+        "forward", help="mirror this host's Pis to a NATS fleet (needs pi-ask-sdk[nats])"
+    )
+    add_nats_args(forward)
+    forward.add_argument(
+        "--host-id", help="this host's name in the fleet's subjects (default: the host name)"
+    )
+    forward.add_argument(
+        "--relay-dir", help="the relay directory to follow (default: as pi-ask answer finds it)"
+    )
+    forward.add_argument("-v", "--verbose", action="store_true", help="log every NATS hiccup")
+    forward.set_defaults(run=_cmd_forward)
     parser.commands = dict(commands.choices)
     return parser
 

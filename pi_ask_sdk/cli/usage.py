@@ -164,6 +164,17 @@ _COMMANDS: Final[Mapping[str, tuple[str | None, tuple[str, ...]]]] = {
             "pi-ask answer --json > answers.jsonl    # prompts on stderr",
         ),
     ),
+    "forward": (
+        "Mirror every Pi of this host to a fleet on NATS JetStream (docs fleet): each relay in "
+        "the relay directory, and each that starts later, is followed; its forms go to the "
+        "host's subjects and the submits bridges publish for them come back. The forwarder makes "
+        "headless Pis wait for forms only while an answering bridge is alive. Runs until "
+        "interrupted. Credentials and TLS options are passed on to nats-py.",
+        (
+            "pi-ask forward --nats nats://127.0.0.1:4222",
+            "pi-ask forward --nats tls://nats.example:4222 --creds host.creds --host-id ci-7",
+        ),
+    ),
     "doctor": (
         "Check node, Pi, the relay extension, the relay directory and every relay socket in "
         "it; find running Pis whose relay listens in another directory, and Pis running "

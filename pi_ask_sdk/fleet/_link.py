@@ -7,11 +7,13 @@ import contextlib
 import logging
 import secrets
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final
+from typing import Final, Protocol
 
 import msgspec
 import nats.errors
 import nats.js.errors
+from nats.aio.client import Client
+from nats.js import JetStreamContext
 
 from pi_ask_core import (
     COMPLETED,
@@ -25,14 +27,32 @@ from pi_ask_core import (
 )
 from pi_ask_sdk.errors import FleetPayloadTooLarge
 from pi_ask_sdk.transports.base import EndReason
-from pi_ask_sdk.transports.nats import FlowKind, Header, PiState
+from pi_ask_sdk.transports.nats import FleetNames, FlowKind, Header, PiState
 from pi_ask_sdk.transports.nats._setup import ENCODER, TooLarge, encode_body, max_payload
-from pi_ask_sdk.transports.relay import RelayInfo, RelayTransport
+from pi_ask_sdk.transports.relay import RelayInfo, RelayRole, RelayTransport
 
-if TYPE_CHECKING:
-    from ._forwarder import Forwarder
+from ._book import SubmitBook
 
 log: Final = logging.getLogger("pi_ask_sdk.fleet")
+
+
+class _Owner(Protocol):
+    """What a link needs of its forwarder."""
+
+    host_id: str
+    names: FleetNames
+    forwarder_id: str
+    book: SubmitBook
+    closing: bool
+
+    @property
+    def nc(self) -> Client: ...
+
+    @property
+    def js(self) -> JetStreamContext: ...
+
+    @property
+    def relay_role(self) -> RelayRole: ...
 
 
 @dataclass(slots=True)
@@ -54,7 +74,7 @@ class PiLink:
     """Mirrors one relay to NATS: its events in order on the Pi's subjects, with the Pi's state
     and epoch; submits go the other way through ``transport``."""
 
-    def __init__(self, forwarder: Forwarder, info: RelayInfo, prior: Prior) -> None:
+    def __init__(self, forwarder: _Owner, info: RelayInfo, prior: Prior) -> None:
         self.forwarder = forwarder
         self.pid = info.pid
         self.info = info

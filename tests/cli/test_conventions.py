@@ -29,6 +29,7 @@ COMMANDS = [
     "doctor",
     "standin-path",
     "try",
+    "forward",
 ]
 
 
@@ -44,8 +45,8 @@ def test_the_list_above_is_every_command_and_the_module_names_them_all() -> None
     doc = cli.__doc__ or ""
     named = re.findall(r"``([a-z-]+)``", doc.split("\n\n", 1)[0].split(":", 1)[1])
     assert sorted(named) == sorted(COMMANDS)
-    assert "nine subcommands" in doc
-    assert len(COMMANDS) == 9
+    assert "ten subcommands" in doc
+    assert len(COMMANDS) == 10
 
 
 def test_version_names_the_package_version(capsys: pytest.CaptureFixture[str]) -> None:

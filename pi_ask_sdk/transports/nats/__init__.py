@@ -18,12 +18,13 @@ from pi_ask_sdk.errors import FleetError, FleetPayloadTooLarge, FleetPiNotFound,
 
 from ._fleet import Fleet, FleetHandler, FleetPi, serve_fleet
 from ._setup import FleetSettings, NatsOptions, PiState, connect_nats, ensure_streams
-from ._transport import NatsTransport
+from ._transport import FleetConnection, NatsTransport
 from .subjects import DEFAULT_PREFIX, FleetNames, FlowKind, Header, check_host_id, flow_token
 
 __all__ = [
     "DEFAULT_PREFIX",
     "Fleet",
+    "FleetConnection",
     "FleetError",
     "FleetHandler",
     "FleetNames",

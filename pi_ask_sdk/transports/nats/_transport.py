@@ -7,12 +7,14 @@ import hashlib
 import json
 import logging
 import secrets
-from typing import TYPE_CHECKING, Final, Literal
+from typing import Final, Literal, Protocol
 
 import msgspec
 import nats.errors
 import nats.js.errors
+from nats.aio.client import Client
 from nats.aio.msg import Msg
+from nats.js import JetStreamContext
 from nats.js.api import DeliverPolicy
 
 from pi_ask_core import COMPLETED, STARTED, SUBMIT_RESULT, SubmitEvent
@@ -21,10 +23,7 @@ from pi_ask_sdk.transports.base import TransportListener
 
 from ._follow import Follower
 from ._setup import STATE_DECODER, TOO_LARGE_DECODER, PiState, decode_body, encode_body, max_payload
-from .subjects import Header
-
-if TYPE_CHECKING:
-    from ._fleet import Fleet
+from .subjects import FleetNames, Header
 
 log: Final = logging.getLogger("pi_ask_sdk.fleet")
 
@@ -50,6 +49,28 @@ def submit_msg_id(transport_id: str, flow_id: str, request_id: str) -> str:
     return hashlib.sha256(key).hexdigest()[:40]
 
 
+class FleetConnection(Protocol):
+    """What a ``NatsTransport`` needs of its fleet connection (``Fleet`` is one)."""
+
+    idle_heartbeat: float
+
+    @property
+    def nc(self) -> Client: ...
+
+    @property
+    def js(self) -> JetStreamContext: ...
+
+    @property
+    def names(self) -> FleetNames: ...
+
+    @property
+    def url(self) -> str: ...
+
+    def _attach(self, transport: NatsTransport) -> None: ...
+
+    def _detach(self, transport: NatsTransport) -> None: ...
+
+
 class NatsTransport:
     """A ``Transport`` to the Pi ``pid`` on ``host``, through a ``Fleet``'s NATS connection.
 
@@ -71,7 +92,7 @@ class NatsTransport:
 
     def __init__(
         self,
-        fleet: Fleet,
+        fleet: FleetConnection,
         host: str,
         pid: int,
         *,
