@@ -74,7 +74,9 @@ def test_ci_with_every_interpreter_runs_the_whole_matrix_without_skipping(tmp_pa
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    matrix = "py313,py312,py311,py310,typing,lint,sdist,fleet,pi,pi-legacy,stress,ssh,web,bench-smoke"
+    matrix = (
+        "py313,py312,py311,py310,typing,lint,sdist,fleet,pi,pi-legacy,stress,ssh,web,bench-smoke"
+    )
     assert done.stdout.splitlines() == [
         f"tox envs: {matrix}",
         f"tox run -e {matrix} skip=false",
