@@ -65,10 +65,12 @@ class Host:
         self._run: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
 
-    async def start_pi(self) -> FakeRelay:
-        """A new 'Pi': a live process and a relay socket named for its pid."""
+    async def start_pi(self, *, roles: bool = True) -> FakeRelay:
+        """A new 'Pi': a live process and a relay socket named for its pid (``roles``: its relay
+        takes client hellos and counts answerers, as the real relay does)."""
         proc = subprocess.Popen(["sleep", "600"])
         relay = FakeRelay(self.directory, pid=proc.pid)
+        relay.roles = roles
         await relay.start()
         self.pis[proc.pid] = proc
         self.relays[proc.pid] = relay

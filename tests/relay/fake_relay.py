@@ -41,6 +41,9 @@ class FakeRelay:
         self.hello_extra: dict[str, object] = {}
         self.split_replays = False  # send each replay in its own write, after a pause
         self.cut_replays = 0  # this many connections are closed after their first replay
+        self.roles = False  # announce the client hello, welcome it, count the answerers
+        self.role_of: dict[asyncio.StreamWriter, str] = {}
+        self._role_changed = asyncio.Event()
         self._server: asyncio.AbstractServer | None = None
         self._open: dict[str, object] = {}
         self._connected = asyncio.Event()
@@ -70,6 +73,21 @@ class FakeRelay:
             while len(self.writers) < count:
                 self._connected.clear()
                 await self._connected.wait()
+
+        await asyncio.wait_for(enough(), timeout)
+
+    @property
+    def answerers(self) -> int:
+        """Connected clients whose latest hello said "answerer" (with ``roles``)."""
+        return sum(1 for role in self.role_of.values() if role == "answerer")
+
+    async def wait_answerers(self, count: int, timeout: float = 5.0) -> None:
+        """Until exactly ``count`` connected clients answer (with ``roles``)."""
+
+        async def enough() -> None:
+            while self.answerers != count:
+                self._role_changed.clear()
+                await self._role_changed.wait()
 
         await asyncio.wait_for(enough(), timeout)
 
@@ -123,6 +141,7 @@ class FakeRelay:
             "piVersion": "fake",
             "socket": str(self.path),
             "replaying": len(self._open),
+            **({"clientHello": 1} if self.roles else {}),
             **self.hello_extra,
         }
         writer.write(json.dumps(hello).encode() + b"\n")
@@ -150,10 +169,17 @@ class FakeRelay:
                 self.received.append(message)
                 if message.get("type") == "emit" and message.get("channel") == SUBMIT:
                     self.bus.emit(SUBMIT, message["data"])
+                elif message.get("type") == "hello" and self.roles:
+                    self.role_of[writer] = message["role"]
+                    welcome = {"type": "welcome", "version": 1, "role": message["role"]}
+                    writer.write(json.dumps(welcome).encode() + b"\n")
+                    self._role_changed.set()
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         finally:
             if writer in self.writers:
                 self.writers.remove(writer)
+            if self.role_of.pop(writer, None) is not None:
+                self._role_changed.set()
             # Close our side too: Server.wait_closed() waits for every transport to close.
             writer.close()

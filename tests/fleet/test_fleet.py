@@ -1,0 +1,198 @@
+"""The fleet end to end on a real nats-server: a forwarder per host, bridges over NATS."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from pi_ask_sdk import (
+    Answer,
+    AnswerBuilder,
+    BridgeClient,
+    FlowView,
+    SubmitAccepted,
+    SubmitRejected,
+)
+from pi_ask_sdk.forms import F
+from pi_ask_sdk.outcomes import SessionEnded
+from pi_ask_sdk.testing import yes_no_params
+from pi_ask_sdk.transports.nats import Fleet, FleetPi, FleetPiNotFound
+
+from .conftest import Host
+
+
+def yes(flow: FlowView[F]) -> Answer[F]:
+    question = flow.question("deploy")
+    return AnswerBuilder(flow).select(question, question.value("yes")).build()
+
+
+@pytest.mark.asyncio
+async def test_a_late_bridge_sees_the_open_forms_and_never_a_completed_one(
+    host: Host, fleet: Fleet
+) -> None:
+    relay = await host.start_pi()
+    await host.start_forwarder()
+    await fleet.wait_pi("h1", relay.pid)
+    handles = [relay.open_form(yes_no_params(), f"call-{n}") for n in range(5)]
+    async with BridgeClient(fleet.transport("h1", relay.pid)) as first:
+        stream = first.flows()
+        flows = [await stream.next(timeout=10) for _ in range(5)]
+        assert sorted(f.tool_call_id or "" for f in flows) == [f"call-{n}" for n in range(5)]
+        done = [f for f in flows if f.tool_call_id in ("call-1", "call-3")]
+        for flow in done:
+            outcome = await first.respond(flow, yes(flow), timeout=10)
+            assert isinstance(outcome, SubmitAccepted)
+    async with BridgeClient(fleet.transport("h1", relay.pid)) as late:
+        # open() returns once the snapshot is in: the three forms still open, as replays
+        assert sorted(f.tool_call_id or "" for f in late.open_flows.values()) == [
+            "call-0",
+            "call-2",
+            "call-4",
+        ]
+        assert all(f.replay for f in late.open_flows.values())
+    assert [h.is_open for h in handles] == [True, False, True, False, True]
+
+
+@pytest.mark.asyncio
+async def test_serve_reaches_every_pi_of_every_host_including_later_ones(
+    host: Host, fleet: Fleet, tmp_path: object, nats_server: object
+) -> None:
+    other = Host(host.directory.parent / "relays2", host.url, "h2")
+    other.directory.mkdir(mode=0o700)
+    try:
+        first = await host.start_pi()
+        await host.start_forwarder()
+        await other.start_forwarder()
+        seen: asyncio.Queue[tuple[str, int, str]] = asyncio.Queue()
+
+        async def handler(client: BridgeClient, pi: FleetPi) -> None:
+            async for flow in client.flows():
+                outcome = await client.respond(flow, yes(flow), timeout=10)
+                assert isinstance(outcome, SubmitAccepted)
+                await seen.put((pi.host, pi.pid, flow.tool_call_id or ""))
+
+        stop = asyncio.Event()
+        serving = asyncio.create_task(fleet.serve(handler, stop=stop))
+        first.open_form(yes_no_params(), "a")
+        assert await asyncio.wait_for(seen.get(), 10) == ("h1", first.pid, "a")
+        later = await other.start_pi()  # a Pi (on another host) that starts later
+        await fleet.wait_pi("h2", later.pid)
+        later.open_form(yes_no_params(), "b")
+        assert await asyncio.wait_for(seen.get(), 10) == ("h2", later.pid, "b")
+        assert sorted((p.host, p.pid) for p in await fleet.pis()) == [
+            ("h1", first.pid),
+            ("h2", later.pid),
+        ]
+        stop.set()
+        await asyncio.wait_for(serving, 10)
+    finally:
+        await other.close()
+
+
+@pytest.mark.asyncio
+async def test_a_pi_that_exits_ends_its_bridge_and_is_not_found_afterwards(
+    host: Host, fleet: Fleet
+) -> None:
+    relay = await host.start_pi()
+    await host.start_forwarder()
+    await fleet.wait_pi("h1", relay.pid)
+    relay.open_form(yes_no_params(), "x")
+    async with BridgeClient(fleet.transport("h1", relay.pid)) as client:
+        events = client.events()
+        flow = await client.flows().next(timeout=10)
+        ticket_flow = flow
+        await host.exit_pi(relay.pid)
+        event = await events.next(timeout=10)
+        while not isinstance(event, SessionEnded):
+            event = await events.next(timeout=10)
+        assert event.reason == "disconnected"
+        outcome = await client.respond(ticket_flow, yes(ticket_flow), timeout=5)
+        assert not isinstance(outcome, SubmitAccepted)
+    with pytest.raises(FleetPiNotFound):
+        async with BridgeClient(fleet.transport("h1", relay.pid)):
+            pass
+
+
+@pytest.mark.asyncio
+async def test_a_session_end_resets_the_view_and_the_next_session_is_served(
+    host: Host, fleet: Fleet
+) -> None:
+    relay = await host.start_pi()
+    await host.start_forwarder()
+    await fleet.wait_pi("h1", relay.pid)
+    relay.open_form(yes_no_params(), "old")
+    async with BridgeClient(fleet.transport("h1", relay.pid)) as client:
+        events = client.events()
+        flows = client.flows()
+        flow = await flows.next(timeout=10)
+        await relay.end_session("new")
+        first = await events.next(timeout=10)
+        while not isinstance(first, SessionEnded):
+            first = await events.next(timeout=10)
+        assert first.reason == "session_ended"
+        assert dict(client.open_flows) == {}
+        await host.wait_followed(relay.pid)
+        relay.open_form(yes_no_params(), "new")
+        fresh = await flows.next(timeout=10)
+        assert fresh.tool_call_id == "new"
+        outcome = await client.respond(fresh, yes(fresh), timeout=10)
+        assert isinstance(outcome, SubmitAccepted)
+        late = await client.respond(flow, yes(flow), timeout=5)
+        assert not isinstance(late, SubmitAccepted)
+
+
+@pytest.mark.asyncio
+async def test_two_bridges_answering_one_form_get_one_acceptance(host: Host, fleet: Fleet) -> None:
+    """Two bridges (two fleet connections) race on one form: exactly one is accepted, the
+    other is refused by the host (flow_not_found), never both."""
+    relay = await host.start_pi()
+    await host.start_forwarder()
+    await fleet.wait_pi("h1", relay.pid)
+    async with (
+        Fleet(host.url, heartbeat=0.2) as other_fleet,
+        BridgeClient(fleet.transport("h1", relay.pid)) as a,
+        BridgeClient(other_fleet.transport("h1", relay.pid)) as b,
+    ):
+        flows_a, flows_b = a.flows(), b.flows()
+        for n in range(10):
+            relay.open_form(yes_no_params(), f"race-{n}")
+            fa = await flows_a.next(timeout=10)
+            fb = await flows_b.next(timeout=10)
+            assert fa.flow_id == fb.flow_id
+            ta = await a.submit(fa, yes(fa))
+            tb = await b.submit(fb, yes(fb))
+            oa, ob = await asyncio.gather(
+                a.await_result(ta, timeout=10), b.await_result(tb, timeout=10)
+            )
+            accepted = [o for o in (oa, ob) if isinstance(o, SubmitAccepted)]
+            refused = [o for o in (oa, ob) if isinstance(o, SubmitRejected)]
+            assert len(accepted) == 1, (oa, ob)
+            assert len(refused) == 1, (oa, ob)
+            assert refused[0].error == "flow_not_found", (oa, ob)
+
+
+@pytest.mark.asyncio
+async def test_the_forwarder_answers_for_its_relays_only_while_a_bridge_lives(
+    host: Host, nats_server: object
+) -> None:
+    relay = await host.start_pi()
+    forwarder = await host.start_forwarder()
+    await host.wait_followed(relay.pid)
+    assert forwarder.relay_role == "observer"
+    await relay.wait_answerers(0)
+    observer = Fleet(host.url, role="observer")
+    async with observer:
+        await relay.wait_answerers(0)  # an observing bridge never makes a form wait
+        async with Fleet(host.url, heartbeat=0.2) as bridge:
+            await relay.wait_answerers(1, timeout=10)
+            assert forwarder.answering_bridges == [bridge.bridge_id]
+        # a bridge that closes says bye: the forwarder drops the role at once
+        await relay.wait_answerers(0, timeout=10)
+        # a bridge that vanishes without a word expires after three heartbeats
+        gone = Fleet(host.url, heartbeat=0.2)
+        await gone.open()
+        await relay.wait_answerers(1, timeout=10)
+        await gone.nc.close()  # no bye
+        await relay.wait_answerers(0, timeout=10)
+        await gone.close()
