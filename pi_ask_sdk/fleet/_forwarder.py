@@ -154,7 +154,6 @@ class Forwarder:
             await self._read_priors()
             await self._nc.subscribe(self.names.all_bridges, cb=self._on_heartbeat)
             await self._nc.publish(self.names.probe, b"")
-            await self._bind_submits()
         except BaseException:
             await self.close()
             raise
@@ -285,8 +284,18 @@ class Forwarder:
             if first:
                 first = False
                 await self._mark_missing_gone()
+                # Submits that waited in the stream (for a forwarder that was away) are taken
+                # once the relays found now are open, so that none is dropped for want of one.
+                await self._wait_opened(10.0)
+                await self._bind_submits()
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(stop.wait(), self._poll)
+
+    async def _wait_opened(self, timeout: float) -> None:
+        waits = [link.opened.wait() for link in self._links.values()]
+        if waits:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.gather(*waits), timeout)
 
     async def _mark_missing_gone(self) -> None:
         """Pis this host showed as up before, whose relay is not there now: gone."""
@@ -394,6 +403,9 @@ class Forwarder:
             return
         if seen == "in_flight":
             return  # its result is on its way to the bridge
+        if link is not None and not link.opened.is_set():
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(link.opened.wait(), 10.0)
         if link is None or not link.transport.is_connected:
             log.info("pi_ask_sdk.fleet: a submit for Pi %d, which is not followed now", pid)
             return  # the bridge learns the Pi's fate from its state (SubmitLost)

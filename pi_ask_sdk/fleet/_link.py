@@ -87,6 +87,8 @@ class PiLink:
         self._queue: asyncio.Queue[_Publish | None] = asyncio.Queue()
         self._seq = 0
         self._ended = asyncio.Event()
+        self.opened = asyncio.Event()
+        """Set once the relay was opened (or could not be) and the Pi's state is queued."""
 
     # --- the listener RelayTransport calls ---
 
@@ -116,6 +118,7 @@ class PiLink:
                 log.info("pi_ask_sdk.fleet: cannot follow the relay of Pi %d: %s", self.pid, exc)
                 self._opening = False
                 self._gone_prior(f"its relay refused: {exc}")
+                self.opened.set()
                 return
             self._opening = False
             self._first_state()
@@ -125,8 +128,10 @@ class PiLink:
                     self._event(*item)
                 else:
                     self._end(item)
+            self.opened.set()
             await self._ended.wait()
         finally:
+            self.opened.set()
             await self.transport.close()
             self._queue.put_nowait(None)
             with contextlib.suppress(asyncio.CancelledError):
