@@ -24,20 +24,20 @@
     │   ├── ConnectionLost             the session ended or the connection went away
     │   ├── InvalidUse                 (also RuntimeError) a call the object's state forbids
     │   │   └── ClientNotOpen          used before open() or after close()
+    │   ├── FleetPayloadTooLarge       (also ValueError) bigger than NATS's max_payload (not sent)
     │   └── TransportUnavailable       no transport could be made
-    │       └── RelayError             the relay transport (pi_ask_sdk.transports.relay)
-    │           ├── NoRelayFound       no running Pi with the relay (or not the one asked for)
-    │           │   └── RelayPathMissing  (also FileNotFoundError) no such directory/socket
-    │           ├── AmbiguousRelay     several Pis: choose one
-    │           ├── UnsafeRelayPath    the directory or socket breaks the same-user rules
-    │           │   └── RelayPathNotSocket  the path given as a socket is none (told first)
-    │           ├── RelayHandshakeError  no valid hello (with its replays) in time
-    │           ├── RelayPathTooLong   longer than a Unix socket path may be
-    │           └── RelayConnectError  connecting failed (errno kept, the OSError as cause)
+    │       ├── RelayError             the relay transport (pi_ask_sdk.transports.relay)
+    │       │   ├── NoRelayFound       no running Pi with the relay (or not the one asked for)
+    │       │   │   └── RelayPathMissing  (also FileNotFoundError) no such directory/socket
+    │       │   ├── AmbiguousRelay     several Pis: choose one
+    │       │   ├── UnsafeRelayPath    the directory or socket breaks the same-user rules
+    │       │   │   └── RelayPathNotSocket  the path given as a socket is none (told first)
+    │       │   ├── RelayHandshakeError  no valid hello (with its replays) in time
+    │       │   ├── RelayPathTooLong   longer than a Unix socket path may be
+    │       │   └── RelayConnectError  connecting failed (errno kept, the OSError as cause)
     │       └── FleetError             the fleet over NATS (pi_ask_sdk.transports.nats)
     │           ├── FleetUnavailable   NATS or its JetStream cannot be reached or set up
     │           └── FleetPiNotFound    no such Pi (host, pid) is up in the fleet
-    │   ├── FleetPayloadTooLarge       a message bigger than the NATS server's max_payload
     └── ToolingError                   the test tooling: pi_ask_sdk.testing.errors draws its branch
                                        (the stand-in host, the real-Pi kit, check_transport)
 
@@ -81,13 +81,13 @@ __all__ = [
     "ConnectionLost",
     "ConnectionLostReason",
     "CustomTextProblem",
-    "FlowAlreadyAnswered",
-    "FlowAlreadyCompleted",
-    "FlowClosed",
     "FleetError",
     "FleetPayloadTooLarge",
     "FleetPiNotFound",
     "FleetUnavailable",
+    "FlowAlreadyAnswered",
+    "FlowAlreadyCompleted",
+    "FlowClosed",
     "FlowMismatch",
     "HostClosed",
     "InvalidArgument",

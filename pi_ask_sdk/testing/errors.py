@@ -9,6 +9,7 @@ tree (``pi_ask_sdk.errors`` draws the bridge library's)::
         ├── PiNotInstalled             (also RuntimeError) the real-Pi kit: no such Pi
         ├── PiFailed                   (also RuntimeError) the real-Pi kit: Pi did not do it
         ├── UnknownFlow                (also LookupError) the real-Pi kit: no flow opened here
+        ├── NatsServerError            (also RuntimeError) testing.nats_server: no server
         └── TransportCheckFailed       (also AssertionError) check_transport: a check failed
 
 Each has a stable ``code`` (a ``Literal``). Bridges never meet these: only tests and the
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from pathlib import Path  # only annotations: pathlib costs milliseconds to import
 
 __all__ = [
+    "NatsServerError",
     "PiFailed",
     "PiInstallProblem",
     "PiNotInstalled",
@@ -43,6 +45,7 @@ ToolingErrorCode = Literal[
     "standin_unavailable",
     "pi_not_installed",
     "pi_failed",
+    "nats_server_unavailable",
     "transport_check_failed",
     "flow_not_opened",
 ]
@@ -130,6 +133,15 @@ class PiFailed(ToolingError, RuntimeError):
     """Pi did not do what was expected in time (the message carries its stderr tail)."""
 
     code: Literal["pi_failed"] = "pi_failed"
+
+
+# --- the nats-server harness (pi_ask_sdk.testing.nats_server) -------------------------------------
+
+
+class NatsServerError(ToolingError, RuntimeError):
+    """The test ``nats-server`` is not installed or did not start (the message says why)."""
+
+    code: Literal["nats_server_unavailable"] = "nats_server_unavailable"
 
 
 # --- check_transport (pi_ask_sdk.testing) --------------------------------------------------------

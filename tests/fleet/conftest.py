@@ -7,14 +7,14 @@ import contextlib
 import importlib.util
 import os
 import subprocess
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 import pytest_asyncio
 
-from pi_ask_sdk._nats_server import NatsServer, NatsServerError, find_nats_server
+from pi_ask_sdk.testing.nats_server import NatsServer
 from tests.relay.fake_relay import FakeRelay
 
 if TYPE_CHECKING:
@@ -37,18 +37,9 @@ if not HAVE_NATS:
 
 
 @pytest.fixture
-def nats_server(tmp_path: Path) -> Iterator[NatsServer]:
-    """A real nats-server with JetStream on 127.0.0.1 (its store in tmp_path), stopped after."""
-    try:
-        find_nats_server()
-    except NatsServerError as exc:
-        if _ci():
-            raise
-        pytest.skip(f"{exc} (CI=true makes this a failure)")
-    server = NatsServer(tmp_path / "jetstream")
-    server.start()
-    yield server
-    server.stop()
+def nats_server(pi_ask_nats_server: NatsServer) -> NatsServer:
+    """The public fixture (pi_ask_sdk.testing's pytest plugin), under a shorter name."""
+    return pi_ask_nats_server
 
 
 class Host:

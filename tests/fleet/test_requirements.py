@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pi_ask_sdk._nats_server import NatsServerError, find_nats_server
+from pi_ask_sdk.testing.nats_server import NatsServerError, find_nats_server
 
 from .conftest import HAVE_NATS, NEEDS, _ci
 

@@ -4,7 +4,7 @@
 package); ``PI_ASK_NATS_SERVER`` names another binary. The server listens on 127.0.0.1 only,
 on a free port, with its JetStream store in a directory of yours (kept across restarts)::
 
-    with nats_server(tmp_path) as server:       # or the pytest fixture ``pi_ask_nats_server``
+    with nats_server(tmp_path) as server:       # or the pytest fixture pi_ask_nats_server
         fleet = Fleet(server.url)
         ...
         server.kill()                           # SIGKILL: a crash
@@ -32,15 +32,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Final
 
-from .errors import BridgeError
+from .errors import NatsServerError
 
 __all__ = ["NatsServer", "NatsServerError", "find_nats_server", "free_port", "nats_server"]
 
 _READY: Final = "Server is ready"
-
-
-class NatsServerError(BridgeError, RuntimeError):
-    """The test ``nats-server`` is not installed or did not start (the message says why)."""
 
 
 def find_nats_server() -> Path:
