@@ -148,7 +148,7 @@ def _parser() -> CommandParser:
         "docs", help="print a guide shipped with the package (without a name: list them)"
     )
     docs.add_argument(
-        "name", nargs="?", help="the guide: bridges, relay, real-pi, protocol-decisions"
+        "name", nargs="?", help="the guide: bridges, relay, real-pi, protocol-decisions, fleet"
     )
     docs.set_defaults(run=_cmd_docs)
 
@@ -212,6 +212,11 @@ def _parser() -> CommandParser:
     )
     forward.add_argument(
         "--relay-dir", help="the relay directory to follow (default: as pi-ask answer finds it)"
+    )
+    forward.add_argument(
+        "--no-setup",
+        action="store_true",
+        help="create no stream or consumer (an administrator made them: docs fleet, Security)",
     )
     forward.add_argument("-v", "--verbose", action="store_true", help="log every NATS hiccup")
     forward.set_defaults(run=_cmd_forward)

@@ -60,7 +60,11 @@ def forward(args: argparse.Namespace) -> int:
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(signum, stop.set)
         forwarder = Forwarder(
-            options, host_id=host_id, directory=directory, names=FleetNames(args.prefix)
+            options,
+            host_id=host_id,
+            directory=directory,
+            names=FleetNames(args.prefix),
+            setup=not args.no_setup,
         )
         async with forwarder:
             print(

@@ -70,6 +70,9 @@ class Forwarder:
     answering bridge heartbeats (for this host, or for every host); a bridge counts as gone
     ``presence_factor`` heartbeat intervals after its last heartbeat, at once when it says bye.
 
+    ``setup=False`` creates no stream (they and this host's durable consumer were made by an
+    administrator: docs/fleet.md, Security); ``ack_wait`` is the submit consumer's (seconds).
+
     Raises ``FleetUnavailable`` (from ``open``) when NATS or its JetStream is unreachable.
     """
 
@@ -85,6 +88,7 @@ class Forwarder:
         presence_factor: float = 3.0,
         idle_heartbeat: float = 1.0,
         ack_wait: float = 10.0,
+        setup: bool = True,
     ) -> None:
         self._options = NatsOptions(url=options) if isinstance(options, str) else options
         self.host_id = check_host_id(host_id if host_id is not None else default_host_id())
@@ -95,6 +99,7 @@ class Forwarder:
         self._presence_factor = presence_factor
         self._idle_heartbeat = idle_heartbeat
         self._ack_wait = ack_wait
+        self._setup = setup
         self.forwarder_id = secrets.token_hex(6)
         self.book = SubmitBook()
         self.closing = False
@@ -150,7 +155,8 @@ class Forwarder:
         self._nc = await connect_nats(options)
         self._js = self._nc.jetstream()
         try:
-            await ensure_streams(self._js, self.names, self._settings, options.url)
+            if self._setup:
+                await ensure_streams(self._js, self.names, self._settings, options.url)
             await self._read_priors()
             await self._nc.subscribe(self.names.all_bridges, cb=self._on_heartbeat)
             await self._nc.publish(self.names.probe, b"")

@@ -123,7 +123,7 @@ def test_docs_lists_and_prints_the_guides(capsys: pytest.CaptureFixture[str]) ->
     assert main(["docs"]) == 0
     listing = capsys.readouterr().out.split()
     guides = {path.stem for path in (ROOT / "docs").glob("*.md")}
-    assert guides == {"bridges", "relay", "real-pi", "protocol-decisions"}
+    assert guides == {"bridges", "relay", "real-pi", "protocol-decisions", "fleet"}
     assert guides <= set(listing)
     assert main(["docs", "--help"]) == 0
     helped = capsys.readouterr().out

@@ -31,6 +31,7 @@ from tests.relay.fake_relay import FakeRelay
 
 SNIPPETS = doc_snippets()
 REAL_PI = {"real-pi_2", "real-pi_3"}  # tests/integration/test_doc_snippets_real_pi.py
+FLEET = {"fleet_1"}  # tests/fleet/test_doc_snippets_fleet.py (a real nats-server)
 BOUND = 60.0
 
 FORM: AskParams = {
@@ -207,8 +208,8 @@ async def fake_pi(tmp_path: Path) -> AsyncIterator[FakePi]:
 
 def test_every_snippet_has_a_case() -> None:
     cases = {*TAILS, *PLAIN, *RELAY, *TESTS, "bridges_7", "real-pi_1", "relay_1"}
-    assert set(SNIPPETS) == cases | REAL_PI
-    assert not cases & REAL_PI
+    assert set(SNIPPETS) == cases | REAL_PI | FLEET
+    assert not cases & (REAL_PI | FLEET)
 
 
 # Snippets that run as they are and print what is expected.

@@ -17,7 +17,15 @@ from __future__ import annotations
 from pi_ask_sdk.errors import FleetError, FleetPayloadTooLarge, FleetPiNotFound, FleetUnavailable
 
 from ._fleet import Fleet, FleetHandler, FleetPi, serve_fleet
-from ._setup import FleetSettings, NatsOptions, PiState, connect_nats, ensure_streams
+from ._setup import (
+    FleetSettings,
+    Heartbeat,
+    NatsOptions,
+    PiState,
+    TooLarge,
+    connect_nats,
+    ensure_streams,
+)
 from ._transport import FleetConnection, NatsTransport
 from .subjects import DEFAULT_PREFIX, FleetNames, FlowKind, Header, check_host_id, flow_token
 
@@ -35,9 +43,11 @@ __all__ = [
     "FleetUnavailable",
     "FlowKind",
     "Header",
+    "Heartbeat",
     "NatsOptions",
     "NatsTransport",
     "PiState",
+    "TooLarge",
     "check_host_id",
     "connect_nats",
     "ensure_streams",
@@ -46,6 +56,15 @@ __all__ = [
 ]
 
 # Documented where users import them from.
-for _public in (Fleet, FleetPi, FleetSettings, NatsOptions, NatsTransport, PiState):
+for _public in (
+    Fleet,
+    FleetPi,
+    FleetSettings,
+    Heartbeat,
+    NatsOptions,
+    NatsTransport,
+    PiState,
+    TooLarge,
+):
     _public.__module__ = __name__
 del _public

@@ -26,6 +26,7 @@ from pi_ask_sdk.transports.relay import RelayRole
 from ._follow import Follower
 from ._setup import (
     ENCODER,
+    HEARTBEAT_DECODER,
     STATE_DECODER,
     FleetSettings,
     Heartbeat,
@@ -290,6 +291,31 @@ class Fleet:
             return await asyncio.wait_for(found, timeout)
         finally:
             await follower.stop()
+
+    async def bridges(self, *, wait: float = 1.0) -> list[Heartbeat]:
+        """The bridges that answer a probe within ``wait`` seconds (answering bridges heartbeat
+        at once when probed; observers do not heartbeat), by id: what ``pi-ask doctor`` shows.
+        """
+        heard: dict[str, Heartbeat] = {}
+
+        async def on_beat(msg: Msg) -> None:
+            with contextlib.suppress(msgspec.DecodeError):
+                beat = HEARTBEAT_DECODER.decode(msg.data)
+                if beat.bye:
+                    heard.pop(beat.bridge, None)
+                else:
+                    heard[beat.bridge] = beat
+
+        nc = self.nc
+        sub = await nc.subscribe(self._names.all_bridges, cb=on_beat)
+        try:
+            await nc.publish(self._names.probe, b"")
+            await nc.flush()
+            await asyncio.sleep(wait)  # collecting answers for ``wait`` seconds is the point
+        finally:
+            with contextlib.suppress(nats.errors.Error, OSError):
+                await sub.unsubscribe()
+        return [heard[bridge] for bridge in sorted(heard)]
 
     async def serve(
         self,
