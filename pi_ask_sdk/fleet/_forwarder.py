@@ -41,7 +41,7 @@ from pi_ask_sdk.transports.nats._setup import (
     STATE_DECODER,
     decode_body,
 )
-from pi_ask_sdk.transports.relay import RelayRole, discover_relays
+from pi_ask_sdk.transports.relay import RelayRole, discover_relays, replace_lone_surrogates
 
 from ._book import SubmitBook, SubmitKey
 from ._link import PiLink, Prior
@@ -383,8 +383,12 @@ class Forwarder:
             return
         pid = parsed[1]
         transport_id = (msg.headers or {}).get(Header.BRIDGE, "")
-        body = decode_body(msg)
-        event = decode_event(SUBMIT, body if body is not None else b"")
+        body = decode_body(msg) or b""
+        event = decode_event(SUBMIT, body)
+        if not isinstance(event, SubmitEvent) and b"\\u" in body:
+            # A lone surrogate escape (a bridge's text, written as JavaScript would): the one
+            # decode rule for such text, as for relay input, is U+FFFD; the host judges it.
+            event = decode_event(SUBMIT, replace_lone_surrogates(body))
         if not isinstance(event, SubmitEvent):
             log.warning(
                 "pi_ask_sdk.fleet: dropped a submit for Pi %d that is not one: %s", pid, event
