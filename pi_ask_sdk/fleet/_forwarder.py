@@ -275,6 +275,9 @@ class Forwarder:
         loop = asyncio.get_running_loop()
         first = True
         while not stop.is_set() and not self.closing:
+            for pid in [pid for pid, task in self._tasks.items() if task.done()]:
+                del self._tasks[pid]  # a Pi that ended: its link is gone too
+                self._links.pop(pid, None)
             live = set(self.pids)
             for info in discover_relays(
                 self._directory, known={self._links[p].info.path for p in live}

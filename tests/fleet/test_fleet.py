@@ -16,8 +16,9 @@ from pi_ask_sdk import (
 )
 from pi_ask_sdk.forms import F
 from pi_ask_sdk.outcomes import SessionEnded
+from pi_ask_sdk.sync import SyncBridgeClient
 from pi_ask_sdk.testing import yes_no_params
-from pi_ask_sdk.transports.nats import Fleet, FleetPi, FleetPiNotFound
+from pi_ask_sdk.transports.nats import Fleet, FleetPi, FleetPiNotFound, pi_transport
 
 from .conftest import Host
 
@@ -196,3 +197,23 @@ async def test_the_forwarder_answers_for_its_relays_only_while_a_bridge_lives(
         await gone.nc.close()  # no bye
         await relay.wait_answerers(0, timeout=10)
         await gone.close()
+
+
+@pytest.mark.asyncio
+async def test_the_sync_facade_answers_a_fleet_pi(host: Host, fleet: Fleet) -> None:
+    """SyncBridgeClient over a transport with its own connection (made on the sync client's
+    private loop), driven from a worker thread while this loop runs the host."""
+    relay = await host.start_pi()
+    await host.start_forwarder()
+    await fleet.wait_pi("h1", relay.pid)
+    handle = relay.open_form(yes_no_params(), "sync")
+
+    def bridge() -> object:
+        with SyncBridgeClient(pi_transport(host.url, "h1", relay.pid), timeout=20) as client:
+            flow = client.flows().next(timeout=20)
+            assert flow.tool_call_id == "sync"
+            return client.respond(flow, yes(flow), timeout=20)
+
+    outcome = await asyncio.wait_for(asyncio.to_thread(bridge), 60)
+    assert isinstance(outcome, SubmitAccepted)
+    assert handle.state == "completed"

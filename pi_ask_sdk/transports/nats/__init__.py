@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pi_ask_sdk.errors import FleetError, FleetPayloadTooLarge, FleetPiNotFound, FleetUnavailable
 
-from ._fleet import Fleet, FleetHandler, FleetPi, serve_fleet
+from ._fleet import Fleet, FleetHandler, FleetPi, pi_transport, serve_fleet
 from ._setup import (
     FleetSettings,
     Heartbeat,
@@ -52,6 +52,7 @@ __all__ = [
     "connect_nats",
     "ensure_streams",
     "flow_token",
+    "pi_transport",
     "serve_fleet",
 ]
 

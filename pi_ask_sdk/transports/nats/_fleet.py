@@ -41,7 +41,7 @@ from .subjects import FleetNames, check_host_id
 
 log: Final = logging.getLogger("pi_ask_sdk.fleet")
 
-__all__ = ["Fleet", "FleetHandler", "FleetPi", "serve_fleet"]
+__all__ = ["Fleet", "FleetHandler", "FleetPi", "pi_transport", "serve_fleet"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -399,3 +399,27 @@ async def serve_fleet(
     or cancelled. Raises ``FleetUnavailable`` when the server cannot be reached."""
     async with Fleet(options, names=names) as fleet:
         await fleet.serve(handler, stop=stop)
+
+
+def pi_transport(
+    options: NatsOptions | str,
+    host: str,
+    pid: int,
+    *,
+    role: RelayRole = "answerer",
+    names: FleetNames | None = None,
+    open_timeout: float = 10.0,
+    send_timeout: float = 5.0,
+) -> NatsTransport:
+    """A ``NatsTransport`` to one Pi with a fleet connection of its own, opened by the
+    transport's ``open`` and closed by its ``close`` (on the loop that opens it): for
+    ``SyncBridgeClient(pi_transport(url, host, pid))`` or a bridge of one Pi."""
+    fleet = Fleet(options, names=names, role=role)
+    return NatsTransport(
+        fleet,
+        check_host_id(host),
+        pid,
+        open_timeout=open_timeout,
+        send_timeout=send_timeout,
+        owns_fleet=True,
+    )

@@ -66,6 +66,10 @@ class FleetConnection(Protocol):
     @property
     def url(self) -> str: ...
 
+    async def open(self) -> None: ...
+
+    async def close(self) -> None: ...
+
     def _attach(self, transport: NatsTransport) -> None: ...
 
     def _detach(self, transport: NatsTransport) -> None: ...
@@ -88,6 +92,10 @@ class NatsTransport:
     over the server's ``max_payload`` and ``ConnectionLost`` when it surely was not stored;
     when it may have been (no acknowledgement in time) it returns, and the submit's result
     wait decides (``SubmitTimedOut`` at worst: never a false "not sent").
+
+    ``owns_fleet=True`` (what ``pi_transport`` makes) opens the fleet connection in ``open``
+    and closes it in ``close``: a transport with a connection of its own, for
+    ``SyncBridgeClient``, whose loop is private.
     """
 
     def __init__(
@@ -98,8 +106,10 @@ class NatsTransport:
         *,
         open_timeout: float = 10.0,
         send_timeout: float = 5.0,
+        owns_fleet: bool = False,
     ) -> None:
         self._fleet = fleet
+        self._owns_fleet = owns_fleet
         self._host = host
         self._pid = pid
         self._open_timeout = open_timeout
@@ -142,6 +152,8 @@ class NatsTransport:
         if self._phase != "new":
             raise RuntimeError("NatsTransport can be opened once")
         fleet = self._fleet
+        if self._owns_fleet:  # its own connection, made on the loop that opens it
+            await fleet.open()
         js = fleet.js
         names = fleet.names
         self._listener = listener
@@ -257,6 +269,9 @@ class NatsTransport:
         for follower in (self._flows, self._results):
             if follower is not None:
                 await follower.stop()
+        if self._owns_fleet:
+            self._owns_fleet = False
+            await self._fleet.close()
 
     def _end(self, reason: Literal["session_ended", "disconnected"]) -> None:
         listener = self._listener
