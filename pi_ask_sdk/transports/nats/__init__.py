@@ -9,25 +9,31 @@ bridge uses ``Fleet`` and its ``NatsTransport``s, one per Pi process, under the 
         await fleet.serve(handler)      # handler(client: BridgeClient, pi: FleetPi)
 
 or ``BridgeClient(fleet.transport(host, pid))`` for one Pi. Subject, stream and header names
-live in ``pi_ask_sdk.transports.nats.subjects`` (importable without nats-py).
+live in ``pi_ask_sdk.transports.nats.subjects``. Only those (and the errors) load with the
+package: the rest loads nats-py when first used, so tools can name subjects without it.
 """
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING
+
 from pi_ask_sdk.errors import FleetError, FleetPayloadTooLarge, FleetPiNotFound, FleetUnavailable
 
-from ._fleet import Fleet, FleetHandler, FleetPi, pi_transport, serve_fleet
-from ._setup import (
-    FleetSettings,
-    Heartbeat,
-    NatsOptions,
-    PiState,
-    TooLarge,
-    connect_nats,
-    ensure_streams,
-)
-from ._transport import FleetConnection, NatsTransport
 from .subjects import DEFAULT_PREFIX, FleetNames, FlowKind, Header, check_host_id, flow_token
+
+if TYPE_CHECKING:
+    from ._fleet import Fleet, FleetHandler, FleetPi, pi_transport, serve_fleet
+    from ._setup import (
+        FleetSettings,
+        Heartbeat,
+        NatsOptions,
+        PiState,
+        TooLarge,
+        connect_nats,
+        ensure_streams,
+    )
+    from ._transport import FleetConnection, NatsTransport
 
 __all__ = [
     "DEFAULT_PREFIX",
@@ -56,16 +62,28 @@ __all__ = [
     "serve_fleet",
 ]
 
-# Documented where users import them from.
-for _public in (
-    Fleet,
-    FleetPi,
-    FleetSettings,
-    Heartbeat,
-    NatsOptions,
-    NatsTransport,
-    PiState,
-    TooLarge,
-):
-    _public.__module__ = __name__
-del _public
+_LAZY = {
+    "Fleet": "_fleet",
+    "FleetHandler": "_fleet",
+    "FleetPi": "_fleet",
+    "pi_transport": "_fleet",
+    "serve_fleet": "_fleet",
+    "FleetSettings": "_setup",
+    "Heartbeat": "_setup",
+    "NatsOptions": "_setup",
+    "PiState": "_setup",
+    "TooLarge": "_setup",
+    "connect_nats": "_setup",
+    "ensure_streams": "_setup",
+    "FleetConnection": "_transport",
+    "NatsTransport": "_transport",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

@@ -423,3 +423,12 @@ def pi_transport(
         send_timeout=send_timeout,
         owns_fleet=True,
     )
+
+
+# Documented where users import them from.
+for _public in (
+    Fleet,
+    FleetPi,
+):
+    _public.__module__ = "pi_ask_sdk.transports.nats"
+del _public

@@ -249,3 +249,15 @@ STATE_DECODER: Final = msgspec.json.Decoder(PiState)
 HEARTBEAT_DECODER: Final = msgspec.json.Decoder(Heartbeat)
 TOO_LARGE_DECODER: Final = msgspec.json.Decoder(TooLarge)
 ENCODER: Final = msgspec.json.Encoder()
+
+
+# Documented where users import them from.
+for _public in (
+    NatsOptions,
+    FleetSettings,
+    PiState,
+    Heartbeat,
+    TooLarge,
+):
+    _public.__module__ = "pi_ask_sdk.transports.nats"
+del _public

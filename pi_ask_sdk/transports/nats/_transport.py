@@ -361,3 +361,9 @@ class NatsTransport:
         body = decode_body(msg)
         if body is not None:
             listener.message(SUBMIT_RESULT, body)
+
+
+# Documented where users import them from.
+for _public in (NatsTransport,):
+    _public.__module__ = "pi_ask_sdk.transports.nats"
+del _public
