@@ -217,3 +217,24 @@ async def test_the_sync_facade_answers_a_fleet_pi(host: Host, fleet: Fleet) -> N
     outcome = await asyncio.wait_for(asyncio.to_thread(bridge), 60)
     assert isinstance(outcome, SubmitAccepted)
     assert handle.state == "completed"
+
+
+@pytest.mark.asyncio
+async def test_no_server_is_a_typed_error_in_bounded_time() -> None:
+    from pi_ask_sdk.testing.nats_server import free_port
+    from pi_ask_sdk.transports.nats import FleetUnavailable, NatsOptions
+
+    url = f"nats://127.0.0.1:{free_port()}"
+    with pytest.raises(FleetUnavailable, match="no server answered within 1 s"):
+        await asyncio.wait_for(Fleet(NatsOptions(url, connect_timeout=1.0)).open(), 10)
+
+
+def test_pi_ask_forward_without_a_server_exits_3_saying_why(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from pi_ask_sdk.cli import main
+    from pi_ask_sdk.testing.nats_server import free_port
+
+    url = f"nats://127.0.0.1:{free_port()}"
+    assert main(["forward", "--nats", url, "--host-id", "h1"]) == 3
+    assert f"pi-ask forward: The fleet at {url} is unavailable" in capsys.readouterr().err

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import ssl
 import zlib
@@ -35,7 +36,8 @@ class NatsOptions:
     (``user_credentials``); ``tls_ca`` / ``tls_cert`` / ``tls_key`` build an ``ssl.SSLContext``
     (a ``tls://`` URL alone uses the system's CAs); ``user``/``password`` and ``token`` are
     nats-py's. ``name`` labels the connection in the server's monitoring.
-    ``max_reconnect_attempts`` is nats-py's (-1: retry for ever, what a forwarder wants)."""
+    ``max_reconnect_attempts`` is nats-py's (-1: retry for ever once connected, what a
+    forwarder wants); the first connection must succeed within ``connect_timeout`` seconds."""
 
     url: str = "nats://127.0.0.1:4222"
     creds: str | None = None
@@ -64,22 +66,32 @@ async def connect_nats(options: NatsOptions) -> Client:
     """A connected nats-py client; raises ``FleetUnavailable`` (the nats-py error as cause)."""
     servers = [url.strip() for url in options.url.split(",") if url.strip()]
     try:
-        return await nats.connect(
-            servers=servers,
-            name=options.name,
-            user_credentials=options.creds,
-            tls=options.ssl_context(),
-            user=options.user,
-            password=options.password,
-            token=options.token,
-            connect_timeout=int(max(1, options.connect_timeout)),
-            reconnect_time_wait=options.reconnect_time_wait,
-            max_reconnect_attempts=options.max_reconnect_attempts,
-            allow_reconnect=True,
-            error_cb=_log_error,
-        )
-    except (OSError, nats.errors.Error, ssl.SSLError, TimeoutError) as exc:
+        # Bounded as a whole: with unlimited reconnects nats-py also retries the first
+        # connection for ever.
+        return await asyncio.wait_for(_connect(options, servers), options.connect_timeout)
+    except asyncio.TimeoutError:
+        raise FleetUnavailable(
+            options.url, f"no server answered within {options.connect_timeout:g} s"
+        ) from None
+    except (OSError, nats.errors.Error, ssl.SSLError) as exc:
         raise FleetUnavailable(options.url, f"cannot connect ({exc!r})") from exc
+
+
+async def _connect(options: NatsOptions, servers: list[str]) -> Client:
+    return await nats.connect(
+        servers=servers,
+        name=options.name,
+        user_credentials=options.creds,
+        tls=options.ssl_context(),
+        user=options.user,
+        password=options.password,
+        token=options.token,
+        connect_timeout=int(max(1, options.connect_timeout)),
+        reconnect_time_wait=options.reconnect_time_wait,
+        max_reconnect_attempts=options.max_reconnect_attempts,
+        allow_reconnect=True,
+        error_cb=_log_error,
+    )
 
 
 async def _log_error(exc: Exception) -> None:
