@@ -6,17 +6,21 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import sys
 from pathlib import Path
 
-from .usage import EXIT_OK, EXIT_RUNTIME
+from .usage import EXIT_OK, EXIT_RUNTIME, usage_error
 
 
 def add_nats_args(parser: argparse.ArgumentParser) -> None:
     """The NATS connection options (passed through to nats-py), shared by fleet commands."""
     parser.add_argument(
-        "--nats", required=True, metavar="URL", help="the NATS server(s), comma-separated"
+        "--nats",
+        metavar="URL",
+        default=os.environ.get("PI_ASK_NATS"),
+        help="the NATS server(s), comma-separated (default: $PI_ASK_NATS)",
     )
     parser.add_argument("--creds", metavar="FILE", help="NATS credentials file (.creds)")
     parser.add_argument("--tls-ca", metavar="FILE", help="CA bundle to verify the server with")
@@ -27,6 +31,8 @@ def add_nats_args(parser: argparse.ArgumentParser) -> None:
 
 def forward(args: argparse.Namespace) -> int:
     """Run the forwarder; ``EXIT_RUNTIME`` when nats-py is not installed."""
+    if not args.nats:
+        return usage_error("forward", "the NATS server is needed: --nats URL (or $PI_ASK_NATS)")
     try:
         import nats  # noqa: F401
     except ModuleNotFoundError:

@@ -238,3 +238,13 @@ def test_pi_ask_forward_without_a_server_exits_3_saying_why(
     url = f"nats://127.0.0.1:{free_port()}"
     assert main(["forward", "--nats", url, "--host-id", "h1"]) == 3
     assert f"pi-ask forward: The fleet at {url} is unavailable" in capsys.readouterr().err
+
+
+def test_pi_ask_forward_needs_a_server_url(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pi_ask_sdk.cli import main
+
+    monkeypatch.delenv("PI_ASK_NATS", raising=False)
+    assert main(["forward", "--host-id", "h1"]) == 2
+    assert "pi-ask forward: usage error: the NATS server is needed" in capsys.readouterr().err
