@@ -111,6 +111,7 @@ class Forwarder:
         self._answerers: dict[str, asyncio.TimerHandle] = {}
         self._answer_changed = asyncio.Event()
         self._submits: JetStreamContext.PushSubscription | None = None
+        self._taking = asyncio.Event()
 
     # --- properties ---
 
@@ -223,6 +224,7 @@ class Forwarder:
                     manual_ack=True,
                     cb=self._on_submit,
                 )
+                self._taking.set()
                 return
             except nats.js.errors.Error as exc:
                 if loop.time() + delay > deadline:
@@ -366,6 +368,11 @@ class Forwarder:
             link.transport.set_role(role)
         self._answer_changed.set()
         self._answer_changed = asyncio.Event()
+
+    async def wait_taking_submits(self, timeout: float) -> None:
+        """Wait (at most ``timeout`` s) until ``run`` has opened the relays it found first and
+        bound this host's submit consumer; raises ``TimeoutError``."""
+        await asyncio.wait_for(self._taking.wait(), timeout)
 
     async def wait_role(self, role: RelayRole, timeout: float) -> None:
         """Wait (at most ``timeout`` s) until the forwarder tells its relays ``role``; raises

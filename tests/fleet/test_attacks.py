@@ -182,9 +182,8 @@ async def test_no_other_consumer_can_sit_on_a_hosts_submits(host: Host, fleet: F
     """A consumer that would take a host's submits and never acknowledge them is refused by
     the work-queue stream: only the forwarder's consumer reads them."""
     relay = await host.start_pi()
-    await host.start_forwarder()
-    await fleet.wait_pi("h1", relay.pid)
-    await host.wait_followed(relay.pid)
+    forwarder = await host.start_forwarder()
+    await forwarder.wait_taking_submits(20)
     names = fleet.names
     with pytest.raises(nats.js.errors.BadRequestError):
         await fleet.js.add_consumer(
