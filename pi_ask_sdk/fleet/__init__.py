@@ -14,5 +14,3 @@ from ._book import SubmitBook, SubmitKey
 from ._forwarder import Forwarder, default_host_id
 
 __all__ = ["Forwarder", "SubmitBook", "SubmitKey", "default_host_id"]
-
-Forwarder.__module__ = __name__

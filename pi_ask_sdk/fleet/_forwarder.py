@@ -27,19 +27,15 @@ from pi_ask_sdk.errors import ConnectionLost, FleetUnavailable
 from pi_ask_sdk.transports.nats import (
     FleetNames,
     FleetSettings,
+    Follower,
     Header,
+    Heartbeat,
     NatsOptions,
     PiState,
     check_host_id,
     connect_nats,
-    ensure_streams,
-)
-from pi_ask_sdk.transports.nats._follow import Follower
-from pi_ask_sdk.transports.nats._setup import (
-    ENCODER,
-    HEARTBEAT_DECODER,
-    STATE_DECODER,
     decode_body,
+    ensure_streams,
 )
 from pi_ask_sdk.transports.relay import RelayRole, discover_relays, replace_lone_surrogates
 
@@ -75,6 +71,8 @@ class Forwarder:
 
     Raises ``FleetUnavailable`` (from ``open``) when NATS or its JetStream is unreachable.
     """
+
+    __module__ = "pi_ask_sdk.fleet"  # documented where users import it from
 
     def __init__(
         self,
@@ -177,7 +175,7 @@ class Forwarder:
             if kind == "state":
                 body = decode_body(msg)
                 with contextlib.suppress(msgspec.DecodeError):
-                    prior.state = STATE_DECODER.decode(body or b"")
+                    prior.state = msgspec.json.decode(body or b"", type=PiState)
             elif kind == "flow":
                 if (msg.headers or {}).get(Header.KIND) == "started":
                     prior.open_flows.add(msg.subject)
@@ -328,7 +326,7 @@ class Forwarder:
                     detail="its relay is gone (found by a restarted forwarder)",
                 )
                 await self._publish_now(
-                    self.names.state(self.host_id, pid), ENCODER.encode(gone), {}
+                    self.names.state(self.host_id, pid), msgspec.json.encode(gone), {}
                 )
 
     async def _publish_now(self, subject: str, body: bytes, headers: dict[str, str]) -> None:
@@ -339,7 +337,7 @@ class Forwarder:
 
     async def _on_heartbeat(self, msg: Msg) -> None:
         try:
-            beat = HEARTBEAT_DECODER.decode(msg.data)
+            beat = msgspec.json.decode(msg.data, type=Heartbeat)
         except msgspec.DecodeError:
             return
         if beat.role != "answerer" or (beat.hosts is not None and self.host_id not in beat.hosts):

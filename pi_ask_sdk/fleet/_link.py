@@ -27,13 +27,21 @@ from pi_ask_core import (
 )
 from pi_ask_sdk.errors import FleetPayloadTooLarge
 from pi_ask_sdk.transports.base import EndReason
-from pi_ask_sdk.transports.nats import FleetNames, FlowKind, Header, PiState
-from pi_ask_sdk.transports.nats._setup import ENCODER, TooLarge, encode_body, max_payload
+from pi_ask_sdk.transports.nats import (
+    FleetNames,
+    FlowKind,
+    Header,
+    PiState,
+    TooLarge,
+    encode_body,
+    max_payload,
+)
 from pi_ask_sdk.transports.relay import RelayInfo, RelayRole, RelayTransport
 
 from ._book import SubmitBook
 
 log: Final = logging.getLogger("pi_ask_sdk.fleet")
+_ENCODER: Final = msgspec.json.Encoder()
 
 
 class _Owner(Protocol):
@@ -189,7 +197,7 @@ class PiLink:
                 marker = TooLarge(
                     flow_id=event.flow_id, tool_call_id=tool_call, size=exc.size, limit=exc.limit
                 )
-                self._flow(subject, "too_large", ENCODER.encode(marker))
+                self._flow(subject, "too_large", _ENCODER.encode(marker))
         elif channel == COMPLETED:
             event_c = decode_event(COMPLETED, data)
             if not isinstance(event_c, CompletedEvent):
@@ -252,7 +260,7 @@ class PiLink:
             session_id="" if hello is None else hello.session_id,
             detail=detail,
         )
-        self._put(fwd.names.state(fwd.host_id, self.pid), ENCODER.encode(record), {})
+        self._put(fwd.names.state(fwd.host_id, self.pid), _ENCODER.encode(record), {})
 
     def _flow(
         self,
@@ -320,4 +328,4 @@ def _bytes(data: object) -> bytes:
         return bytes(data)
     if isinstance(data, str):
         return data.encode("utf-8", "surrogatepass")
-    return ENCODER.encode(data)
+    return _ENCODER.encode(data)

@@ -14,13 +14,8 @@ import nats.js.errors
 import pytest
 from nats.js.api import AckPolicy, ConsumerConfig
 
-from pi_ask_sdk import (
-    BridgeClient,
-    FleetPayloadTooLarge,
-    FlowView,
-    SubmitAccepted,
-    SubmitRejected,
-)
+from pi_ask_sdk import BridgeClient, FlowView, SubmitAccepted, SubmitRejected
+from pi_ask_sdk.errors import FleetPayloadTooLarge
 from pi_ask_sdk.testing import AskParams, unchecked_answer, yes_no_params
 from pi_ask_sdk.transports.nats import Fleet, FleetPi
 

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pi_ask_sdk.errors import InvalidArgument
 from pi_ask_sdk.transports.nats.subjects import FleetNames, check_host_id, flow_token
 
 TOKEN = re.compile(r"[A-Za-z0-9_-]+")
@@ -31,7 +32,7 @@ def test_flow_tokens_differ_for_different_ids() -> None:
 
 @pytest.mark.parametrize("bad", ["", "_x", "-x", "a.b", "a*", "a>", "a b", "é", "x" * 65])
 def test_a_host_id_that_cannot_be_one_token_is_refused(bad: str) -> None:
-    with pytest.raises(ValueError, match="host id"):
+    with pytest.raises(InvalidArgument, match="host id"):
         check_host_id(bad)
 
 
@@ -44,7 +45,7 @@ def test_per_pi_subjects_parse_back_and_stay_under_the_prefix() -> None:
     assert names.parse(names.flow("h-1", 42, "tool:x"))[:3] == ("h-1", 42, "flow")  # type: ignore[index]
     assert names.parse("piask.h.1.state") is None  # another prefix
     assert names.parse(names.bridge("b")) is None  # not a Pi's subject
-    with pytest.raises(ValueError, match="prefix"):
+    with pytest.raises(InvalidArgument, match="prefix"):
         FleetNames("bad prefix")
 
 
@@ -53,7 +54,7 @@ def test_neither_the_sdk_nor_the_names_load_nats() -> None:
         "import sys, pi_ask_sdk, pi_ask_sdk.transports\n"
         "from pi_ask_sdk.transports.nats import FleetNames, flow_token\n"
         "from pi_ask_sdk.transports.nats.subjects import Header\n"
-        "from pi_ask_sdk import FleetPiNotFound\n"
+        "from pi_ask_sdk.errors import FleetPiNotFound\n"
         "assert 'nats' not in sys.modules, sorted(m for m in sys.modules if 'nats' in m)\n"
         "import pi_ask_sdk.cli\n"
         "assert 'nats' not in sys.modules\n"

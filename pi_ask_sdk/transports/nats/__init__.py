@@ -24,6 +24,7 @@ from .subjects import DEFAULT_PREFIX, FleetNames, FlowKind, Header, check_host_i
 
 if TYPE_CHECKING:
     from ._fleet import Fleet, FleetHandler, FleetPi, pi_transport, serve_fleet
+    from ._follow import Follower
     from ._setup import (
         FleetSettings,
         Heartbeat,
@@ -31,7 +32,10 @@ if TYPE_CHECKING:
         PiState,
         TooLarge,
         connect_nats,
+        decode_body,
+        encode_body,
         ensure_streams,
+        max_payload,
     )
     from ._transport import FleetConnection, NatsTransport
 
@@ -48,6 +52,7 @@ __all__ = [
     "FleetSettings",
     "FleetUnavailable",
     "FlowKind",
+    "Follower",
     "Header",
     "Heartbeat",
     "NatsOptions",
@@ -56,8 +61,11 @@ __all__ = [
     "TooLarge",
     "check_host_id",
     "connect_nats",
+    "decode_body",
+    "encode_body",
     "ensure_streams",
     "flow_token",
+    "max_payload",
     "pi_transport",
     "serve_fleet",
 ]
@@ -75,6 +83,10 @@ _LAZY = {
     "TooLarge": "_setup",
     "connect_nats": "_setup",
     "ensure_streams": "_setup",
+    "encode_body": "_setup",
+    "decode_body": "_setup",
+    "max_payload": "_setup",
+    "Follower": "_follow",
     "FleetConnection": "_transport",
     "NatsTransport": "_transport",
 }

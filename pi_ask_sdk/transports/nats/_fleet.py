@@ -20,7 +20,7 @@ from nats.js import JetStreamContext
 from typing_extensions import Self
 
 from pi_ask_sdk.client import BridgeClient
-from pi_ask_sdk.errors import FleetError, FleetUnavailable
+from pi_ask_sdk.errors import FleetError, FleetUnavailable, InvalidArgument, InvalidUse
 from pi_ask_sdk.transports.relay import RelayRole
 
 from ._follow import Follower
@@ -47,6 +47,8 @@ __all__ = ["Fleet", "FleetHandler", "FleetPi", "pi_transport", "serve_fleet"]
 @dataclass(frozen=True, slots=True)
 class FleetPi:
     """A Pi process of the fleet, as its host's forwarder reported it."""
+
+    __module__ = "pi_ask_sdk.transports.nats"  # documented where users import it from
 
     host: str
     pid: int
@@ -81,6 +83,8 @@ class Fleet:
     Raises ``FleetUnavailable`` (from ``open``) when the server or its JetStream is unreachable.
     """
 
+    __module__ = "pi_ask_sdk.transports.nats"  # documented where users import it from
+
     def __init__(
         self,
         options: NatsOptions | str = "nats://127.0.0.1:4222",
@@ -95,9 +99,13 @@ class Fleet:
         bridge_id: str | None = None,
     ) -> None:
         if role not in ("answerer", "observer"):
-            raise ValueError(f'role must be "answerer" or "observer", not {role!r}')
-        if heartbeat <= 0 or idle_heartbeat <= 0:
-            raise ValueError("heartbeat and idle_heartbeat must be positive")
+            raise InvalidArgument("Fleet", "role", '"answerer" or "observer"', role)
+        if not heartbeat > 0:
+            raise InvalidArgument("Fleet", "heartbeat", "a number of seconds above 0", heartbeat)
+        if not idle_heartbeat > 0:
+            raise InvalidArgument(
+                "Fleet", "idle_heartbeat", "a number of seconds above 0", idle_heartbeat
+            )
         self._options = NatsOptions(url=options) if isinstance(options, str) else options
         self._names = names or FleetNames()
         self._settings = settings or FleetSettings()
@@ -118,7 +126,7 @@ class Fleet:
     async def open(self) -> None:
         """Connect, set up the streams (unless ``setup=False``), start heartbeating."""
         if self._nc is not None:
-            raise RuntimeError("a Fleet can be opened once")
+            raise InvalidUse("open", "a Fleet can be opened once")
         options = self._options
         if options.name is None:
             options = dataclasses.replace(options, name=f"pi-ask bridge {self._bridge_id}")
@@ -423,12 +431,3 @@ def pi_transport(
         send_timeout=send_timeout,
         owns_fleet=True,
     )
-
-
-# Documented where users import them from.
-for _public in (
-    Fleet,
-    FleetPi,
-):
-    _public.__module__ = "pi_ask_sdk.transports.nats"
-del _public

@@ -39,6 +39,8 @@ class NatsOptions:
     ``max_reconnect_attempts`` is nats-py's (-1: retry for ever once connected, what a
     forwarder wants); the first connection must succeed within ``connect_timeout`` seconds."""
 
+    __module__ = "pi_ask_sdk.transports.nats"  # documented where users import it from
+
     url: str = "nats://127.0.0.1:4222"
     creds: str | None = None
     tls_ca: str | None = None
@@ -108,6 +110,8 @@ class FleetSettings:
     ``results_max_age``: how long a submit-result waits for its bridge.
     ``duplicate_window``: JetStream's de-duplication of a re-sent submit (same ``Nats-Msg-Id``).
     """
+
+    __module__ = "pi_ask_sdk.transports.nats"  # documented where users import it from
 
     flows_max_age: float = 7 * 24 * 3600.0
     submits_max_age: float = 600.0
@@ -226,6 +230,8 @@ class PiState(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     or the forwarder lost and regained its relay and cannot vouch for the forms in between):
     a transport that sees a new epoch reports ``ended("session_ended")``."""
 
+    __module__ = "pi_ask_sdk.transports.nats"  # documented where users import it from
+
     state: str  # "up" | "gone"
     host: str
     pid: int
@@ -241,6 +247,8 @@ class Heartbeat(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """A bridge's presence on ``<p>._bridge.<bridge>``: it answers (or only observes) forms of
     ``hosts`` (None: every host) and heartbeats every ``interval`` seconds; ``bye``: it left."""
 
+    __module__ = "pi_ask_sdk.transports.nats"  # documented where users import it from
+
     bridge: str
     role: str = "answerer"
     interval: float = 1.0
@@ -250,6 +258,8 @@ class Heartbeat(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
 
 class TooLarge(msgspec.Struct, frozen=True, kw_only=True):
     """The body of a ``too_large`` flow message."""
+
+    __module__ = "pi_ask_sdk.transports.nats"  # documented where users import it from
 
     flow_id: str
     tool_call_id: str | None = None
@@ -261,15 +271,3 @@ STATE_DECODER: Final = msgspec.json.Decoder(PiState)
 HEARTBEAT_DECODER: Final = msgspec.json.Decoder(Heartbeat)
 TOO_LARGE_DECODER: Final = msgspec.json.Decoder(TooLarge)
 ENCODER: Final = msgspec.json.Encoder()
-
-
-# Documented where users import them from.
-for _public in (
-    NatsOptions,
-    FleetSettings,
-    PiState,
-    Heartbeat,
-    TooLarge,
-):
-    _public.__module__ = "pi_ask_sdk.transports.nats"
-del _public

@@ -18,7 +18,7 @@ from nats.js import JetStreamContext
 from nats.js.api import DeliverPolicy
 
 from pi_ask_core import COMPLETED, STARTED, SUBMIT_RESULT, SubmitEvent
-from pi_ask_sdk.errors import ConnectionLost, FleetPiNotFound, FleetUnavailable
+from pi_ask_sdk.errors import ConnectionLost, FleetPiNotFound, FleetUnavailable, InvalidUse
 from pi_ask_sdk.transports.base import TransportListener
 
 from ._follow import Follower
@@ -98,6 +98,8 @@ class NatsTransport:
     ``SyncBridgeClient``, whose loop is private.
     """
 
+    __module__ = "pi_ask_sdk.transports.nats"  # documented where users import it from
+
     def __init__(
         self,
         fleet: FleetConnection,
@@ -150,7 +152,7 @@ class NatsTransport:
 
     async def open(self, listener: TransportListener) -> None:
         if self._phase != "new":
-            raise RuntimeError("NatsTransport can be opened once")
+            raise InvalidUse("open", "NatsTransport can be opened once")
         fleet = self._fleet
         if self._owns_fleet:  # its own connection, made on the loop that opens it
             await fleet.open()
@@ -361,9 +363,3 @@ class NatsTransport:
         body = decode_body(msg)
         if body is not None:
             listener.message(SUBMIT_RESULT, body)
-
-
-# Documented where users import them from.
-for _public in (NatsTransport,):
-    _public.__module__ = "pi_ask_sdk.transports.nats"
-del _public

@@ -30,6 +30,8 @@ import re
 from dataclasses import dataclass
 from typing import Final, Literal
 
+from pi_ask_sdk.errors import InvalidArgument
+
 __all__ = [
     "DEFAULT_PREFIX",
     "FleetNames",
@@ -73,11 +75,14 @@ _PREFIX: Final = re.compile(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*")
 
 def check_host_id(host: str) -> str:
     """``host`` if it can be a subject token: 1-64 of ``A-Z a-z 0-9 _ -``, not starting with
-    ``_`` or ``-`` (``_`` starts the fleet's own subjects). Raises ``ValueError`` otherwise."""
+    ``_`` or ``-`` (``_`` starts the fleet's own subjects). Raises ``InvalidArgument`` (a
+    ``ValueError``) otherwise."""
     if not isinstance(host, str) or _HOST_ID.fullmatch(host) is None:
-        raise ValueError(
-            f"a host id is 1-64 letters, digits, '_' or '-', starting with a letter or digit: "
-            f"not {host!r}"
+        raise InvalidArgument(
+            "check_host_id",
+            "host",
+            "a host id: 1-64 letters, digits, '_' or '-', starting with a letter or digit",
+            host,
         )
     return host
 
@@ -95,15 +100,18 @@ def flow_token(flow_id: str) -> str:
 @dataclass(frozen=True, slots=True)
 class FleetNames:
     """The subjects, streams and consumer names under one ``prefix`` (several fleets may share
-    one NATS server with different prefixes). Stream names are ``<STREAM>_<PREFIX>`` in upper
+    one NATS server with different prefixes). Stream names are ``<PREFIX>_<STREAM>`` in upper
     case, e.g. ``PIASK_FLOWS``."""
 
     prefix: str = DEFAULT_PREFIX
 
     def __post_init__(self) -> None:
         if _PREFIX.fullmatch(self.prefix) is None:
-            raise ValueError(
-                f"a subject prefix is dot-separated tokens of A-Z a-z 0-9 _ -: {self.prefix!r}"
+            raise InvalidArgument(
+                "FleetNames",
+                "prefix",
+                "a subject prefix: dot-separated tokens of A-Z a-z 0-9 _ -",
+                self.prefix,
             )
 
     # --- streams ---

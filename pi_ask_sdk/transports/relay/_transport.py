@@ -130,7 +130,9 @@ class RelayTransport:
         forms for the relay; dropping to observer starts the relay's grace period when no
         other answerer is connected."""
         if role not in ("answerer", "observer"):
-            raise ValueError(f'role must be "answerer" or "observer", not {role!r}')
+            raise InvalidArgument(
+                "RelayTransport.set_role", "role", '"answerer" or "observer"', role
+            )
         if role == self._role:
             return
         self._role = role
