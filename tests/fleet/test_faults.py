@@ -14,7 +14,7 @@ from nats.js.api import DeliverPolicy
 from pi_ask_core import SUBMIT_RESULT, AnswerResponse, RemoteAnswer, SubmitEvent, decode_event
 from pi_ask_core import SubmitAck as SubmitAckEvent
 from pi_ask_sdk import BridgeClient, SubmitAccepted, SubmitNotSent, SubmitRejected
-from pi_ask_sdk.outcomes import FlowCompleted, SessionEnded, SubmitLost
+from pi_ask_sdk.outcomes import FlowCompleted, SessionEnded, SubmitLost, SubmitTimedOut
 from pi_ask_sdk.testing import yes_no_params
 from pi_ask_sdk.testing.nats_server import NatsServer
 from pi_ask_sdk.transports.nats import Fleet, Header
@@ -254,3 +254,32 @@ async def test_a_completion_missed_while_paused_is_never_shown_open(
     async with BridgeClient(fleet.transport("h1", relay.pid)) as client:
         assert [f.tool_call_id for f in client.open_flows.values()] == ["new"]
     assert new.is_open
+
+
+@pytest.mark.asyncio
+async def test_a_submit_sent_while_the_server_is_down(
+    host: Host, fleet: Fleet, nats_server: NatsServer
+) -> None:
+    """Kills: the nats-server (SIGKILL) before the bridge answers three open forms; the
+    bridge answers while it is down, and the server restarts (same store) meanwhile. Each
+    answer is applied once; the bridge learns each outcome, or times out ("may have been
+    applied"), never a false "not sent"."""
+    relay = await host.start_pi()
+    await host.start_forwarder()
+    await fleet.wait_pi("h1", relay.pid)
+    handles = [relay.open_form(yes_no_params(), f"down-{n}") for n in range(3)]
+    async with BridgeClient(fleet.transport("h1", relay.pid, send_timeout=20)) as client:
+        flows = client.flows()
+        seen = [await flows.next(timeout=10) for _ in handles]
+        nats_server.kill()
+        answers = [
+            asyncio.create_task(client.respond(flow, yes(flow), timeout=30)) for flow in seen
+        ]
+        await asyncio.sleep(0)  # one step each: their submits go out while the server is down
+        nats_server.start()
+        outcomes = await asyncio.wait_for(asyncio.gather(*answers), 90)
+    await all_done(handles, 30)
+    assert {k: n for k, n in submits_per_request(relay).items() if n > 1} == {}
+    for outcome in outcomes:
+        assert isinstance(outcome, (SubmitAccepted, SubmitTimedOut)), outcome
+    assert all(h.state == "completed" for h in handles)
