@@ -104,10 +104,12 @@ class Host:
         await self.relays[pid].wait_connected(1, timeout)
 
     async def close(self) -> None:
-        await self.stop_forwarder()
-        for pid in list(self.pis):
-            with contextlib.suppress(Exception):
-                await self.exit_pi(pid)
+        try:
+            await self.stop_forwarder()
+        finally:  # the Pis' processes go even when the forwarder did not stop cleanly
+            for pid in list(self.pis):
+                with contextlib.suppress(Exception):
+                    await self.exit_pi(pid)
 
 
 @pytest_asyncio.fixture
