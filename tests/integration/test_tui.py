@@ -116,9 +116,22 @@ def test_in_the_tui_a_bridge_cancel_ends_the_agents_turn(tui: PiTui) -> None:
 def test_in_the_tui_background_forms_open_one_at_a_time_and_outlive_an_aborted_turn(
     tui: PiTui,
 ) -> None:
-    if tui.env.flavour == "legacy":
-        pytest.skip("Pi 0.74 gives extensions no run mode: a background call falls back there")
     bridge = RawRelay(tui.socket_path)
+    if tui.env.flavour == "legacy":
+        # Pi 0.74 gives extensions no run mode, so the host cannot know it is in the TUI: a
+        # background call gets the non-interactive result at once and opens no form.
+        try:
+            ask(tui, "bg-1", background=True)
+            screen = tui.wait_screen("TOOL RESULT ask_user")
+            assert '"cancelled":true' in screen.split("TOOL RESULT ask_user", 1)[1]
+            assert "Queued ask_user" not in screen
+            ask(tui, "fg")
+            answer(bridge, "fg", "a")  # the first event the bridge sees is the foreground form
+        finally:
+            bridge.close()
+        completed = tui.standin.server.completed if tui.standin is not None else []
+        assert [event.flow_id for event in completed] == ["tool:fg"]
+        return
     try:
         # Each call returns its receipt at once (the turn ends); only the first form opens.
         ask(tui, "bg-1", background=True)
