@@ -84,7 +84,35 @@ def _relay_args(parser: argparse.ArgumentParser) -> None:
     which.add_argument("--socket", help="the relay socket to connect to")
 
 
+def _nats_only(args: argparse.Namespace, command: str, *names: str) -> int | None:
+    """A usage error (its status) when a NATS option is given without ``--nats``."""
+    given = [f"--{name.replace('_', '-')}" for name in names if getattr(args, name) is not None]
+    if args.nats is None and given:
+        print(f"pi-ask {command}: {', '.join(given)} needs --nats URL", file=sys.stderr)
+        return EXIT_USAGE
+    return None
+
+
+_NATS_OPTIONS = ("creds", "tls_ca", "tls_cert", "tls_key")
+
+
 def _cmd_watch(args: argparse.Namespace) -> int:
+    refused = _nats_only(args, "watch", *_NATS_OPTIONS)
+    if refused is not None:
+        return refused
+    if args.nats is not None:
+        from .forward import nats_missing, nats_options
+
+        if nats_missing("watch"):
+            return EXIT_RUNTIME
+        from pi_ask_sdk.transports.nats import FleetNames
+
+        from .watch_fleet import watch_fleet
+
+        fleet = watch_fleet(
+            nats_options(args), FleetNames(args.prefix), as_json=args.json, duration=args.duration
+        )
+        return asyncio.run(fleet)
     from .watch import watch
 
     return asyncio.run(watch(as_json=args.json, duration=args.duration))
@@ -112,9 +140,33 @@ def _cmd_answer(args: argparse.Namespace) -> int:
 
 
 def _cmd_doctor(args: argparse.Namespace) -> int:
+    refused = _nats_only(args, "doctor", *_NATS_OPTIONS, "listen")
+    if refused is not None:
+        return refused
+    if args.nats is not None:
+        if args.socket is not None:
+            print("pi-ask doctor: give --nats or --socket, not both", file=sys.stderr)
+            return EXIT_USAGE
+        from .forward import nats_missing, nats_options
+
+        if nats_missing("doctor"):
+            return EXIT_RUNTIME
+        from pi_ask_sdk.transports.nats import FleetNames
+
+        from .doctor_fleet import doctor_fleet
+
+        listen = 1.5 if args.listen is None else args.listen
+        names = FleetNames(args.prefix)
+        return doctor_fleet(nats_options(args), names, as_json=args.json, listen=listen)
     from .doctor import doctor
 
     return doctor(as_json=args.json, socket=None if args.socket is None else Path(args.socket))
+
+
+def _fleet_args(parser: argparse.ArgumentParser, what: str) -> None:
+    from .forward import add_nats_args
+
+    add_nats_args(parser, required=False, help=f"{what} (servers comma-separated)")
 
 
 def _parser() -> CommandParser:
@@ -155,6 +207,7 @@ def _parser() -> CommandParser:
     watch = commands.add_parser("watch", help="print live events from every running relay")
     watch.add_argument("--json", action="store_true", help="one JSON object per line")
     watch.add_argument("--duration", type=positive(float), help="stop after this many seconds")
+    _fleet_args(watch, "watch the forms of every host of this NATS fleet instead")
     watch.set_defaults(run=_cmd_watch)
 
     answer = commands.add_parser(
@@ -176,6 +229,13 @@ def _parser() -> CommandParser:
     doctor.add_argument("--json", action="store_true", help="the checks as one JSON object")
     doctor.add_argument(
         "--socket", help="check only this relay socket (e.g. one forwarded with ssh -L)"
+    )
+    _fleet_args(doctor, "check this NATS fleet instead: forwarders, hosts, Pis, forms, bridges")
+    doctor.add_argument(
+        "--listen",
+        type=positive(float),
+        metavar="SECONDS",
+        help="with --nats: how long to listen for bridges' heartbeats (default 1.5)",
     )
     doctor.set_defaults(run=_cmd_doctor)
 

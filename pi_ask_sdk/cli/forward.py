@@ -10,18 +10,27 @@ import os
 import signal
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .usage import EXIT_OK, EXIT_RUNTIME, usage_error
 
+if TYPE_CHECKING:
+    from pi_ask_sdk.transports.nats import NatsOptions
 
-def add_nats_args(parser: argparse.ArgumentParser) -> None:
-    """The NATS connection options (passed through to nats-py), shared by fleet commands."""
-    parser.add_argument(
-        "--nats",
-        metavar="URL",
-        default=os.environ.get("PI_ASK_NATS"),
-        help="the NATS server(s), comma-separated (default: $PI_ASK_NATS)",
-    )
+
+def add_nats_args(parser: argparse.ArgumentParser, *, what: str | None = None) -> None:
+    """The NATS connection options (passed through to nats-py), shared by fleet commands.
+    ``what`` (``watch``, ``doctor``): ``--nats`` switches the command to the fleet, and has no
+    default from ``$PI_ASK_NATS`` (which would switch it silently)."""
+    if what is None:
+        parser.add_argument(
+            "--nats",
+            metavar="URL",
+            default=os.environ.get("PI_ASK_NATS"),
+            help="the NATS server(s), comma-separated (default: $PI_ASK_NATS)",
+        )
+    else:
+        parser.add_argument("--nats", metavar="URL", help=f"{what} (servers comma-separated)")
     parser.add_argument("--creds", metavar="FILE", help="NATS credentials file (.creds)")
     parser.add_argument("--tls-ca", metavar="FILE", help="CA bundle to verify the server with")
     parser.add_argument("--tls-cert", metavar="FILE", help="client certificate (mutual TLS)")
@@ -29,33 +38,47 @@ def add_nats_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prefix", default="piask", help="the fleet's subject prefix")
 
 
-def forward(args: argparse.Namespace) -> int:
-    """Run the forwarder; ``EXIT_RUNTIME`` when nats-py is not installed."""
-    if not args.nats:
-        return usage_error("forward", "the NATS server is needed: --nats URL (or $PI_ASK_NATS)")
-    try:
-        import nats  # noqa: F401
-    except ModuleNotFoundError:
-        print(
-            "pi-ask forward: nats-py is not installed: pip install 'pi-ask-sdk[nats]'",
-            file=sys.stderr,
-        )
-        return EXIT_RUNTIME
-    from pi_ask_sdk.fleet import Forwarder, default_host_id
-    from pi_ask_sdk.transports.nats import FleetNames, NatsOptions
+def nats_options(args: argparse.Namespace) -> NatsOptions:
+    """The ``NatsOptions`` of ``add_nats_args``' options."""
+    from pi_ask_sdk.transports.nats import NatsOptions
 
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(message)s",
-        stream=sys.stderr,
-    )
-    options = NatsOptions(
+    return NatsOptions(
         url=args.nats,
         creds=args.creds,
         tls_ca=args.tls_ca,
         tls_cert=args.tls_cert,
         tls_key=args.tls_key,
     )
+
+
+def nats_missing(command: str) -> bool:
+    """True (after saying so on stderr) when nats-py is not installed."""
+    try:
+        import nats  # noqa: F401
+    except ModuleNotFoundError:
+        print(
+            f"pi-ask {command}: nats-py is not installed: pip install 'pi-ask-sdk[nats]'",
+            file=sys.stderr,
+        )
+        return True
+    return False
+
+
+def forward(args: argparse.Namespace) -> int:
+    """Run the forwarder; ``EXIT_RUNTIME`` when nats-py is not installed."""
+    if not args.nats:
+        return usage_error("forward", "the NATS server is needed: --nats URL (or $PI_ASK_NATS)")
+    if nats_missing("forward"):
+        return EXIT_RUNTIME
+    from pi_ask_sdk.fleet import Forwarder, default_host_id
+    from pi_ask_sdk.transports.nats import FleetNames
+
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(message)s",
+        stream=sys.stderr,
+    )
+    options = nats_options(args)
     host_id = args.host_id or default_host_id()
     directory = None if args.relay_dir is None else Path(args.relay_dir)
 

@@ -125,8 +125,14 @@ _COMMANDS: Final[Mapping[str, tuple[str | None, tuple[str, ...]]]] = {
     ),
     "watch": (
         "Print the forms, completions and acknowledgements of every Pi whose relay listens in "
-        "the relay directory (PI_ASK_RELAY_DIR). Watching sends nothing.",
-        ("pi-ask watch", "pi-ask watch --json --duration 60 > events.jsonl"),
+        "the relay directory (PI_ASK_RELAY_DIR). Watching sends nothing. With --nats, the Pis "
+        "and forms of every host of a fleet (docs fleet): the Pis up and forms open now, then "
+        "each Pi coming up or going and each form started, completed or gone, per host.",
+        (
+            "pi-ask watch",
+            "pi-ask watch --json --duration 60 > events.jsonl",
+            "pi-ask watch --nats nats://127.0.0.1:4222",
+        ),
     ),
     "answer": (
         "Show each form of a running Pi and send what you choose: an option is picked by its "
@@ -179,11 +185,14 @@ _COMMANDS: Final[Mapping[str, tuple[str | None, tuple[str, ...]]]] = {
         "Check node, Pi, the relay extension, the relay directory and every relay socket in "
         "it; find running Pis whose relay listens in another directory, and Pis running "
         "without the relay. With --socket, check only that socket (e.g. a relay forwarded "
-        "from another machine with ssh -L: docs relay).",
+        "from another machine with ssh -L: docs relay). With --nats, check a fleet instead "
+        "(docs fleet): the server and its JetStream, the fleet's streams, each host's forwarder, "
+        "the Pis up and their open forms, and the answering bridges alive.",
         (
             "pi-ask doctor",
             "pi-ask doctor --json | jq '.checks[]'",
             'pi-ask doctor --socket "$dir/pi-buildbox.sock"    # a socket forwarded by ssh -L',
+            "pi-ask doctor --nats nats://127.0.0.1:4222 --json | jq .fleet",
         ),
     ),
 }

@@ -151,3 +151,21 @@ def test_a_closed_pipe_ends_the_command_quietly(
         os.write(raw.fileno(), b"after")  # now /dev/null: the final flush cannot fail
     assert (tmp_path / "out").read_bytes() == b""
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["watch", "--creds", "x.creds"],
+        ["doctor", "--tls-ca", "ca.pem"],
+        ["doctor", "--listen", "2"],
+        ["doctor", "--nats", "nats://127.0.0.1:4222", "--socket", "/tmp/pi-1.sock"],
+    ],
+)
+def test_fleet_options_without_nats_or_with_socket_are_usage_errors(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err.startswith(f"pi-ask {argv[0]}: ")
+    assert "--nats" in err

@@ -1,0 +1,230 @@
+"""``pi-ask watch --nats URL``: the forms of every Pi of every host, as text or JSON lines.
+
+One ordered consumer on the fleet's FLOWS stream (``DeliverPolicy.LAST_PER_SUBJECT``): first
+the Pis up now and the forms open now (shown as already open), then everything that happens:
+Pis coming up and going, forms started, completed or gone. A second consumer shows the
+submit-results from now on. Watching publishes nothing and never counts as an answerer.
+Needs the extra ``pi-ask-sdk[nats]``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import dataclasses
+from collections.abc import Mapping
+
+import msgspec
+import nats.errors
+import nats.js.errors
+from nats.aio.msg import Msg
+from nats.js.api import DeliverPolicy
+
+from pi_ask_core import COMPLETED, STARTED, SUBMIT_RESULT, decode_event
+from pi_ask_sdk.errors import FleetUnavailable
+from pi_ask_sdk.transports.nats import FleetNames, Header, NatsOptions, connect_nats
+from pi_ask_sdk.transports.nats._follow import Follower
+from pi_ask_sdk.transports.nats._setup import STATE_DECODER, TOO_LARGE_DECODER, decode_body
+
+from .text import clean, echo, json_line
+from .watch import Write, _describe, _shown
+
+__all__ = ["FleetPrinter", "watch_fleet"]
+
+_CHANNELS = {"started": STARTED, "completed": COMPLETED}
+
+
+def flow_id_of(token: str) -> str | None:
+    """The flow id a flow subject's token was made from (``flow_token``), when it can be read
+    back (a short id); None for a hashed one."""
+    if not token.startswith("b"):
+        return None
+    data = token[1:]
+    try:
+        raw = base64.urlsafe_b64decode(data + "=" * (-len(data) % 4))
+        return raw.decode("utf-8", "surrogatepass")
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+class FleetPrinter:
+    """Prints what the FLOWS and RESULTS streams of one fleet carry: ``flows(msg)`` and
+    ``results(msg)`` are the consumers' handlers. In the snapshot (``live`` False) only the
+    Pis up and the forms open are shown; past endings are not news."""
+
+    def __init__(self, names: FleetNames, write: Write, *, as_json: bool) -> None:
+        self._names = names
+        self._write = write
+        self._json = as_json
+        self.live = False
+        self._flow_ids: dict[str, str] = {}  # flow subject -> flow id, while the form is open
+
+    def flows(self, msg: Msg) -> None:
+        parsed = self._names.parse(msg.subject)
+        body = decode_body(msg)
+        if parsed is None or body is None:
+            return
+        host, pid, kind, token = parsed
+        if kind == "state":
+            self._state(host, pid, body)
+        elif kind == "flow":
+            flow_kind = (msg.headers or {}).get(Header.KIND, "")
+            replay = not self.live or (msg.headers or {}).get(Header.REPLAY) == "1"
+            self._flow(host, pid, msg.subject, token, flow_kind, body, replay)
+
+    def results(self, msg: Msg) -> None:
+        parsed = self._names.parse(msg.subject)
+        body = decode_body(msg)
+        if parsed is not None and body is not None:
+            self._event(parsed[0], parsed[1], SUBMIT_RESULT, body, replay=False)
+
+    # --- what is printed ---
+
+    def _state(self, host: str, pid: int, body: bytes) -> None:
+        try:
+            state = STATE_DECODER.decode(body)
+        except msgspec.DecodeError:
+            self._say(host, pid, "a state message that cannot be read", {"error": "bad state"})
+            return
+        if not self.live and state.state != "up":
+            return
+        about = f"Pi {state.pi_version} in {state.cwd}" if state.state == "up" else state.detail
+        record = {"state": state.state, "piVersion": state.pi_version, "cwd": state.cwd}
+        if state.detail:
+            record["detail"] = state.detail
+        self._say(host, pid, f"{state.state}: {about}".rstrip(": "), record)
+
+    def _flow(
+        self,
+        host: str,
+        pid: int,
+        subject: str,
+        token: str,
+        kind: str,
+        body: bytes,
+        replay: bool,
+    ) -> None:
+        if kind == "started":
+            event = decode_event(STARTED, body)
+            flow_id = getattr(event, "flow_id", None)
+            if isinstance(flow_id, str):
+                self._flow_ids[subject] = flow_id
+            self._event(host, pid, STARTED, body, replay=replay)
+            return
+        flow_id = self._flow_ids.pop(subject, None) or flow_id_of(token) or token
+        if not self.live:
+            return  # ended before we looked
+        if kind == "completed":
+            self._event(host, pid, COMPLETED, body, replay=False)
+        elif kind == "gone":
+            self._say(
+                host,
+                pid,
+                f"gone {clean(flow_id)}: ended without a completion (its session ended or "
+                "its Pi exited)",
+                {"gone": flow_id},
+            )
+        elif kind == "too_large":
+            try:
+                info = TOO_LARGE_DECODER.decode(body)
+                size = f"{info.size} bytes, over the server's max_payload of {info.limit}"
+            except msgspec.DecodeError:
+                size = "over the server's max_payload"
+            self._say(
+                host,
+                pid,
+                f"too large {clean(flow_id)}: {size}; no bridge can see it",
+                {"tooLarge": flow_id},
+            )
+
+    def _event(self, host: str, pid: int, channel: str, body: bytes, *, replay: bool) -> None:
+        event = decode_event(channel, body)
+        try:
+            if self._json:
+                data = _shown(event)
+                line = {"host": host, "pid": pid, "channel": channel, "replay": replay}
+                self._write(json_line({**line, "data": data}))
+            else:
+                self._write(f"[{clean(host)} pi {pid}] " + _describe(channel, event, replay))
+        except (RecursionError, ValueError, TypeError) as error:
+            why = f"payload not printable ({type(error).__name__})"
+            self._say(host, pid, f"{clean(channel)}: {why}", {"channel": channel, "error": why})
+
+    def _say(self, host: str, pid: int, text: str, record: Mapping[str, object]) -> None:
+        if self._json:
+            self._write(json_line({"host": host, "pid": pid, **record}))
+        else:
+            self._write(f"[{clean(host)} pi {pid}] {clean(text)}")
+
+
+async def watch_fleet(
+    options: NatsOptions,
+    names: FleetNames | None = None,
+    write: Write = echo,
+    *,
+    as_json: bool = False,
+    duration: float | None = None,
+    timeout: float = 10.0,
+) -> int:
+    """Print the fleet's Pis and forms until cancelled (or for ``duration`` seconds, or until
+    the output is closed: ``BrokenPipeError``). Raises ``FleetUnavailable`` when the server
+    cannot be reached or the fleet's streams do not exist (no forwarder ever connected)."""
+    names = names or FleetNames()
+    if options.name is None:
+        options = dataclasses.replace(options, name="pi-ask watch")
+    nc = await connect_nats(options)
+    broken = asyncio.Event()
+
+    def guarded(text: str) -> None:
+        try:
+            write(text)
+        except BrokenPipeError:
+            broken.set()
+
+    printer = FleetPrinter(names, guarded, as_json=as_json)
+    js = nc.jetstream()
+
+    def on_flow(msg: Msg) -> None:
+        # Caught up is set once the last message of the snapshot has been handled: what comes
+        # before it is the fleet as it was when we looked, what comes after is news.
+        printer.live = flows.caught_up
+        printer.flows(msg)
+
+    flows = Follower(js, names.flows_stream, f"{names.prefix}.>", on_flow)
+    results = Follower(
+        js,
+        names.results_stream,
+        names.results_subjects[0],
+        printer.results,
+        policy=DeliverPolicy.NEW,
+    )
+    try:
+        for stream in (names.flows_stream, names.results_stream):
+            try:
+                await js.stream_info(stream)
+            except nats.js.errors.NotFoundError:
+                raise FleetUnavailable(
+                    options.url,
+                    f"the fleet's stream {stream} does not exist: no forwarder has connected "
+                    f"with the prefix {names.prefix!r} yet (pi-ask forward --nats URL)",
+                ) from None
+            except (nats.errors.Error, OSError, asyncio.TimeoutError) as exc:
+                raise FleetUnavailable(options.url, f"JetStream does not answer ({exc!r})") from exc
+        if not as_json:
+            guarded(f"watching the fleet at {options.url} (prefix {names.prefix}; Ctrl-C stops)")
+        try:
+            await results.start(timeout)
+            await flows.start(timeout)
+        except (asyncio.TimeoutError, nats.errors.Error, OSError) as exc:
+            raise FleetUnavailable(options.url, f"the streams cannot be read ({exc!r})") from exc
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(broken.wait(), duration)
+        if broken.is_set():
+            raise BrokenPipeError(32, "the output was closed")
+    finally:
+        await flows.stop()
+        await results.stop()
+        with contextlib.suppress(nats.errors.Error, OSError, asyncio.TimeoutError):
+            await asyncio.wait_for(nc.close(), 5)
+    return 0
