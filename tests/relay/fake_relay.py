@@ -127,8 +127,10 @@ class FakeRelay:
             elif isinstance(decoded, CompletedEvent):
                 self._open.pop(decoded.flow_id, None)
             event = {"type": "event", "channel": channel, "data": payload, "replay": False}
-            # Raw UTF-8, as the relay writes it: U+2028/U+2029 stay unescaped inside strings.
-            self.send_line(json.dumps(event, ensure_ascii=False).encode() + b"\n")
+            # Raw UTF-8 and compact, as the relay writes it (JSON.stringify): U+2028/U+2029 stay
+            # unescaped inside strings.
+            line = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+            self.send_line(line.encode() + b"\n")
 
         return forward
 

@@ -104,7 +104,7 @@ async def test_raw_line_separators_inside_json_strings_do_not_split_a_line(
     assert (first.flow_id, str(first.title)) == ("tool:call-raw", f"a{LINE_BREAKS}b")
     assert str(first.question("deploy").prompt) == f"Deploy{LINE_BREAKS}?"
     assert second.flow_id == "tool:call-next"
-    assert started_next.startswith(b'{"type": "event"')
+    assert started_next.startswith(b'{"type":"event"')
 
 
 @pytest.mark.asyncio
