@@ -53,6 +53,7 @@ class Lines:
     def __init__(self) -> None:
         self.seen: list[str] = []
         self._new = asyncio.Event()
+        self.task: asyncio.Task[int] | None = None
 
     def write(self, text: str) -> None:
         self.seen.append(text)
@@ -66,6 +67,9 @@ class Lines:
                     if match(line):
                         return line
                 checked = len(self.seen)
+                if self.task is not None and self.task.done():
+                    self.task.result()  # the watch's own error, if it failed
+                    raise AssertionError(f"the watch ended; it wrote {self.seen}")
                 self._new.clear()
                 await self._new.wait()
 
@@ -80,6 +84,8 @@ async def watching(
     task = asyncio.get_running_loop().create_task(
         watch_fleet(NatsOptions(url), write=lines.write, as_json=as_json)
     )
+    task.add_done_callback(lambda _: lines._new.set())
+    lines.task = task
     try:
         yield lines, task
     finally:
