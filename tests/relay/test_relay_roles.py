@@ -93,3 +93,38 @@ def test_a_role_is_answerer_or_observer() -> None:
 def test_observer_mode_needs_the_default_factory() -> None:
     with pytest.raises(ValueError, match="observer"):
         BridgeClient.connect(lambda: RelayTransport("/x.sock"), observer=True)
+
+
+@pytest.mark.asyncio
+async def test_a_role_set_during_the_handshake_is_said_once_connected(tmp_path: Path) -> None:
+    # The forwarder of a fleet turns answerer when a bridge appears, which may be while one
+    # of its relay connections is still waiting for the welcome: the relay must hear it.
+    said: asyncio.Queue[dict[str, object]] = asyncio.Queue()
+    welcome = asyncio.Event()
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(line({**HELLO, "clientHello": 1}))
+        first = json.loads(await asyncio.wait_for(reader.readline(), 2))
+        await said.put(first)
+        await asyncio.wait_for(welcome.wait(), 2)  # the client changes its role meanwhile
+        writer.write(line({"type": "welcome", "version": 1, "role": first["role"]}))
+        await said.put(json.loads(await asyncio.wait_for(reader.readline(), 2)))
+        writer.write(line({"type": "welcome", "version": 1, "role": "answerer"}))
+        await hold(reader)
+
+    async with fake_relay(tmp_path, handler) as path:
+        transport = RelayTransport(path, role="observer")
+        opening = asyncio.get_running_loop().create_task(transport.open(Recorder()))
+        assert (await asyncio.wait_for(said.get(), 2))["role"] == "observer"
+        transport.set_role("answerer")  # connected, not yet welcomed
+        welcome.set()
+        await asyncio.wait_for(opening, 2)
+        try:
+            assert await asyncio.wait_for(said.get(), 2) == {
+                "type": "hello",
+                "version": 1,
+                "role": "answerer",
+            }
+            assert transport.role == "answerer"
+        finally:
+            await transport.close()

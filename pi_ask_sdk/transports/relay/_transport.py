@@ -270,6 +270,12 @@ class RelayTransport:
         self._hello = hello
         self._conn = conn
         self._state = "connected"
+        if conn.role != self._role:
+            # set_role() during the handshake: the hello this connection sent says the old role.
+            conn.role = self._role
+            transport = conn.transport
+            if hello.client_hello >= 1 and transport is not None and not transport.is_closing():
+                transport.write(encode_client_hello(self._role))
         self._connections += 1
         log.debug("pi_ask_sdk.relay: connected to Pi %d at %s", hello.pid, info.path)
         conn.adopt()  # replays (and a session_end that came with them) reach the listener now
