@@ -57,7 +57,7 @@ if str(ROOT) not in sys.path:
 import msgspec  # noqa: E402
 
 from pi_ask_core import SubmitEvent  # noqa: E402
-from pi_ask_sdk._nats_server import NatsServer  # noqa: E402
+from pi_ask_sdk.testing.nats_server import NatsServer  # noqa: E402
 
 WORKERS = Path(__file__).resolve().parent / "fleet_workers.py"
 RELAY_FLOOR = Path(__file__).resolve().parent / "relay_floor.py"

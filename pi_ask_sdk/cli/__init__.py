@@ -28,6 +28,7 @@ from .usage import (
     VersionAction,
     advice,
     positive,
+    usage_error,
 )
 
 __all__ = ["main"]
@@ -88,8 +89,7 @@ def _nats_only(args: argparse.Namespace, command: str, *names: str) -> int | Non
     """A usage error (its status) when a NATS option is given without ``--nats``."""
     given = [f"--{name.replace('_', '-')}" for name in names if getattr(args, name) is not None]
     if args.nats is None and given:
-        print(f"pi-ask {command}: {', '.join(given)} needs --nats URL", file=sys.stderr)
-        return EXIT_USAGE
+        return usage_error(command, f"{', '.join(given)} needs --nats URL")
     return None
 
 
@@ -145,8 +145,7 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
         return refused
     if args.nats is not None:
         if args.socket is not None:
-            print("pi-ask doctor: give --nats or --socket, not both", file=sys.stderr)
-            return EXIT_USAGE
+            return usage_error("doctor", "give --nats or --socket, not both")
         from .forward import nats_missing, nats_options
 
         if nats_missing("doctor"):
@@ -166,7 +165,7 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
 def _fleet_args(parser: argparse.ArgumentParser, what: str) -> None:
     from .forward import add_nats_args
 
-    add_nats_args(parser, required=False, help=f"{what} (servers comma-separated)")
+    add_nats_args(parser, what=what)
 
 
 def _parser() -> CommandParser:

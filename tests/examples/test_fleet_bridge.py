@@ -17,8 +17,8 @@ import pytest
 import pytest_asyncio
 
 from pi_ask_core import COMPLETED, FlowHandle
-from pi_ask_sdk._nats_server import NatsServer
 from pi_ask_sdk.cli.demo import DEMO_FORM
+from pi_ask_sdk.testing.nats_server import NatsServer
 from pi_ask_sdk.transports.nats import NatsOptions
 from tests.fleet.conftest import Host, nats_server
 from tests.relay.fake_relay import FakeRelay

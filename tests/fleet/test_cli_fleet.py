@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from pi_ask_sdk import AnswerBuilder, BridgeClient, FlowId, SubmitAccepted
-from pi_ask_sdk._nats_server import NatsServer, free_port
 from pi_ask_sdk.cli import main
 from pi_ask_sdk.cli.doctor_fleet import fleet_checks, survey_fleet
 from pi_ask_sdk.cli.watch_fleet import flow_id_of, watch_fleet
+from pi_ask_sdk.testing.nats_server import NatsServer, free_port
 from pi_ask_sdk.transports.nats import Fleet, NatsOptions, flow_token
 
 from .conftest import Host

@@ -25,9 +25,9 @@ import pytest
 import pytest_asyncio
 
 from pi_ask_sdk import BridgeClient, FlowId, SubmitAccepted
-from pi_ask_sdk._nats_server import NatsServer
 from pi_ask_sdk.fleet import Forwarder
-from pi_ask_sdk.realpi import PiRecord
+from pi_ask_sdk.testing.nats_server import NatsServer
+from pi_ask_sdk.testing.realpi import PiRecord
 from pi_ask_sdk.transports.nats import Fleet
 from tests.integration.conftest import pi_installation, shared_tmp
 from tests.integration.pi_process import (
