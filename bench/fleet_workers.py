@@ -138,9 +138,7 @@ async def host_worker(job: dict[str, Any]) -> None:
         await host.relay.start()
     if job.get("forwarders", True):
         for host in hosts:
-            forwarder = Forwarder(
-                job["url"], host_id=host.host_id, directory=host.relay.directory, poll=0.2
-            )
+            forwarder = Forwarder(job["url"], host_id=host.host_id, directory=host.relay.directory)
             await forwarder.open()
             host.forwarder = forwarder
             stop = asyncio.Event()
@@ -294,7 +292,7 @@ async def forwarder_worker(job: dict[str, Any]) -> None:
     (and tracing costs memory of its own: RSS is measured in a run without it)."""
     if job.get("trace"):
         tracemalloc.start()
-    forwarder = Forwarder(job["url"], host_id=job["host"], directory=Path(job["dir"]), poll=0.2)
+    forwarder = Forwarder(job["url"], host_id=job["host"], directory=Path(job["dir"]))
     await forwarder.open()
     stop = asyncio.Event()
     run = asyncio.get_running_loop().create_task(forwarder.run(stop))
