@@ -23,14 +23,24 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 
 from pi_ask_sdk.errors import FleetUnavailable
-from pi_ask_sdk.transports.nats import FleetNames, Header, NatsOptions, PiState, connect_nats
-from pi_ask_sdk.transports.nats._follow import Follower
-from pi_ask_sdk.transports.nats._setup import HEARTBEAT_DECODER, STATE_DECODER, decode_body
+from pi_ask_sdk.transports.nats import (
+    FleetNames,
+    Follower,
+    Header,
+    Heartbeat,
+    NatsOptions,
+    PiState,
+    connect_nats,
+    decode_body,
+)
 
 from .doctor import Check
 from .text import clean, json_line
 
 __all__ = ["FleetSurvey", "HostSeen", "PiSeen", "doctor_fleet", "fleet_checks", "survey_fleet"]
+
+_STATE = msgspec.json.Decoder(PiState)
+_HEARTBEAT = msgspec.json.Decoder(Heartbeat)
 
 
 @dataclass
@@ -109,7 +119,7 @@ async def _survey(nc: Client, names: FleetNames, found: FleetSurvey, listen: flo
 
     def on_beat(msg: Msg) -> None:
         with contextlib.suppress(msgspec.DecodeError):
-            beat = HEARTBEAT_DECODER.decode(msg.data)
+            beat = _HEARTBEAT.decode(msg.data)
             if beat.bye:
                 bridges.pop(beat.bridge, None)
             else:
@@ -182,7 +192,7 @@ async def _pis(js: JetStreamContext, names: FleetNames, found: FleetSurvey) -> N
         if parsed[2] == "state":
             body = decode_body(msg)
             with contextlib.suppress(msgspec.DecodeError):
-                states[key] = STATE_DECODER.decode(body or b"")
+                states[key] = _STATE.decode(body or b"")
         elif parsed[2] == "flow" and (msg.headers or {}).get(Header.KIND) == "started":
             open_forms[key] = open_forms.get(key, 0) + 1
 
@@ -190,7 +200,8 @@ async def _pis(js: JetStreamContext, names: FleetNames, found: FleetSurvey) -> N
     try:
         await follower.start(10.0)
     finally:
-        await follower.stop()
+        with contextlib.suppress(asyncio.TimeoutError):  # (as in watch_fleet)
+            await asyncio.wait_for(follower.stop(), 2)
     for (host_id, pid), state in sorted(states.items()):
         if state.state != "up":
             continue

@@ -33,7 +33,7 @@ from pi_ask_sdk.transports.relay import RelayTransport, discover_relays, relay_d
 from .render import render_completed, render_flow
 from .text import clean, echo, json_line
 
-__all__ = ["EventPrinter", "watch"]
+__all__ = ["EventPrinter", "describe", "shown", "watch"]
 
 Write = Callable[[str], None]
 
@@ -62,11 +62,11 @@ class EventPrinter:
         event = decode_event(channel, data)
         try:
             if self._json:
-                payload = _shown(event)
+                payload = shown(event)
                 line = {"pid": self.pid, "channel": channel, "replay": replay, "data": payload}
                 self._write(json_line(line))
                 return
-            self._write(f"[pi {self.pid}] " + _describe(channel, event, replay))
+            self._write(f"[pi {self.pid}] " + describe(channel, event, replay))
         except (RecursionError, ValueError, TypeError) as error:
             # A payload nested too deeply to print: say so, and keep watching.
             why = f"payload not printable ({type(error).__name__})"
@@ -82,12 +82,12 @@ class EventPrinter:
             self._write(f"[pi {self.pid}] {reason.replace('_', ' ')}")
 
 
-def _shown(event: DecodedEvent | Skipped) -> object:
+def shown(event: DecodedEvent | Skipped) -> object:
     """What was received, as plain JSON (a skipped payload as it came)."""
     return event.payload if isinstance(event, Skipped) else msgspec.to_builtins(event)
 
 
-def _describe(channel: str, event: DecodedEvent | Skipped, replay: bool) -> str:
+def describe(channel: str, event: DecodedEvent | Skipped, replay: bool) -> str:
     if isinstance(event, StartedEvent):
         return render_flow(FlowView.from_started(event, replay=replay))
     if isinstance(event, CompletedEvent):
@@ -106,7 +106,7 @@ def _describe(channel: str, event: DecodedEvent | Skipped, replay: bool) -> str:
         and channel in (STARTED, COMPLETED)
     ):
         return f"{clean(channel)}: malformed payload ({clean(event.detail)})"
-    return f"{clean(channel)}: {clean(json_line(_shown(event)))}"
+    return f"{clean(channel)}: {clean(json_line(shown(event)))}"
 
 
 async def watch(

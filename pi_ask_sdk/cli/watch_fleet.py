@@ -23,16 +23,24 @@ from nats.js.api import DeliverPolicy
 
 from pi_ask_core import COMPLETED, STARTED, SUBMIT_RESULT, decode_event
 from pi_ask_sdk.errors import FleetUnavailable
-from pi_ask_sdk.transports.nats import FleetNames, Header, NatsOptions, connect_nats
-from pi_ask_sdk.transports.nats._follow import Follower
-from pi_ask_sdk.transports.nats._setup import STATE_DECODER, TOO_LARGE_DECODER, decode_body
+from pi_ask_sdk.transports.nats import (
+    FleetNames,
+    Follower,
+    Header,
+    NatsOptions,
+    PiState,
+    TooLarge,
+    connect_nats,
+    decode_body,
+)
 
 from .text import clean, echo, json_line
-from .watch import Write, _describe, _shown
+from .watch import Write, describe, shown
 
 __all__ = ["FleetPrinter", "watch_fleet"]
 
-_CHANNELS = {"started": STARTED, "completed": COMPLETED}
+_STATE = msgspec.json.Decoder(PiState)
+_TOO_LARGE = msgspec.json.Decoder(TooLarge)
 
 
 def flow_id_of(token: str) -> str | None:
@@ -83,7 +91,7 @@ class FleetPrinter:
 
     def _state(self, host: str, pid: int, body: bytes) -> None:
         try:
-            state = STATE_DECODER.decode(body)
+            state = _STATE.decode(body)
         except msgspec.DecodeError:
             self._say(host, pid, "a state message that cannot be read", {"error": "bad state"})
             return
@@ -127,7 +135,7 @@ class FleetPrinter:
             )
         elif kind == "too_large":
             try:
-                info = TOO_LARGE_DECODER.decode(body)
+                info = _TOO_LARGE.decode(body)
                 size = f"{info.size} bytes, over the server's max_payload of {info.limit}"
             except msgspec.DecodeError:
                 size = "over the server's max_payload"
@@ -142,11 +150,11 @@ class FleetPrinter:
         event = decode_event(channel, body)
         try:
             if self._json:
-                data = _shown(event)
+                data = shown(event)
                 line = {"host": host, "pid": pid, "channel": channel, "replay": replay}
                 self._write(json_line({**line, "data": data}))
             else:
-                self._write(f"[{clean(host)} pi {pid}] " + _describe(channel, event, replay))
+                self._write(f"[{clean(host)} pi {pid}] " + describe(channel, event, replay))
         except (RecursionError, ValueError, TypeError) as error:
             why = f"payload not printable ({type(error).__name__})"
             self._say(host, pid, f"{clean(channel)}: {why}", {"channel": channel, "error": why})
@@ -218,13 +226,27 @@ async def watch_fleet(
             await flows.start(timeout)
         except (asyncio.TimeoutError, nats.errors.Error, OSError) as exc:
             raise FleetUnavailable(options.url, f"the streams cannot be read ({exc!r})") from exc
+        _raise_swallowed_cancel()
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(broken.wait(), duration)
         if broken.is_set():
             raise BrokenPipeError(32, "the output was closed")
     finally:
-        await flows.stop()
-        await results.stop()
+        # Bounded: removing an ephemeral consumer is a request the server may answer late (a
+        # consumer it has not yet seen go is dropped by the server itself when idle).
+        for follower in (flows, results):
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(follower.stop(), 2)
         with contextlib.suppress(nats.errors.Error, OSError, asyncio.TimeoutError):
             await asyncio.wait_for(nc.close(), 5)
     return 0
+
+
+def _raise_swallowed_cancel() -> None:
+    """Raise the cancellation of this task that Python 3.11's ``wait_for`` swallowed: a cancel
+    that came as the awaited snapshot completed (the last snapshot line printed, the watch
+    stopped at once) left the task marked cancelling, waiting for ever."""
+    task = asyncio.current_task()
+    cancelling = getattr(task, "cancelling", None)  # (Python 3.11+)
+    if cancelling is not None and cancelling():
+        raise asyncio.CancelledError

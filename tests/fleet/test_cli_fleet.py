@@ -91,7 +91,7 @@ async def watching(
     finally:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.wait_for(task, 10)
+            await asyncio.wait_for(task, 30)
 
 
 # --- doctor -------------------------------------------------------------------------------------
