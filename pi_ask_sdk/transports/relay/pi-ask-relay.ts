@@ -44,38 +44,50 @@ const CLIENT_HELLO = 1;
 type Role = "answerer" | "observer";
 /** Our id as the host's external-UI provider: the same in every Pi and every session. */
 const PROVIDER_ID = "pi-ask-sdk.relay";
+
+/** The longest delay a Node timer takes (about 24.8 days): a longer one fires at once. */
+const LONGEST_TIMER_MS = 2_147_483_647;
+/** What was wrong with the variables, said once on stderr when the extension loads. */
+const ENV_PROBLEMS: string[] = [];
+
+/** A millisecond variable of Pi's environment: unset or blank, the default; a number >= 0,
+ * rounded up to a whole millisecond (the hello carries integers) and at most LONGEST_TIMER_MS;
+ * anything else (not a number, negative) the default, and said so. */
+function envMs(name: string, fallback: number): number {
+	const value = process.env[name];
+	if (value === undefined || value.trim() === "") return fallback;
+	const n = Number(value);
+	if (Number.isNaN(n) || n < 0) {
+		ENV_PROBLEMS.push(`${name}=${JSON.stringify(value)} is not a number of milliseconds >= 0: using the default, ${fallback}`);
+		return fallback;
+	}
+	return Math.min(Math.ceil(n), LONGEST_TIMER_MS);
+}
+
 /** How long a provided form waits for an answering client after the last one left
  * ($PI_ASK_RELAY_GRACE_MS, default 5 s; 0: fail at once). */
-const GRACE_MS = graceMs(process.env.PI_ASK_RELAY_GRACE_MS);
-
-function graceMs(value: string | undefined): number {
-	const n = value === undefined || value.trim() === "" ? NaN : Number(value);
-	return Number.isFinite(n) && n >= 0 ? n : 5_000;
-}
+const GRACE_MS = envMs("PI_ASK_RELAY_GRACE_MS", 5_000);
 
 /** The version of the liveness ping this relay sends (announced as `ping` in its hello). */
 const PING = 1;
 /** How often an answerer that answers pings (`"pong": 1` in its hello) is pinged
  * ($PI_ASK_RELAY_PING_MS, default 5 s; 0: never, and no answerer is ever taken for gone). */
-const PING_MS = pingMs(process.env.PI_ASK_RELAY_PING_MS);
+const PING_MS = pingMs(envMs("PI_ASK_RELAY_PING_MS", 5_000));
 /** How long such an answerer may send nothing before it counts as gone; checked at each ping, so
  * it is dropped between this and this plus one interval after it last sent anything
  * ($PI_ASK_RELAY_PING_TIMEOUT_MS, default 15 s, at least two intervals). */
-const PING_TIMEOUT_MS = pingTimeoutMs(process.env.PI_ASK_RELAY_PING_TIMEOUT_MS, PING_MS);
+const PING_TIMEOUT_MS = pingTimeoutMs(envMs("PI_ASK_RELAY_PING_TIMEOUT_MS", 15_000), PING_MS);
 const PING_LINE = Buffer.from('{"type":"ping"}\n', "utf8");
 /** Milliseconds on a clock that never jumps (silence is measured on it, not on the wall clock). */
 const monotonic = (): number => performance.now();
 
-function pingMs(value: string | undefined): number {
-	const n = value === undefined || value.trim() === "" ? NaN : Number(value);
-	if (!Number.isFinite(n) || n < 0) return 5_000;
-	return n === 0 ? 0 : Math.max(10, n);
+function pingMs(ms: number): number {
+	return ms === 0 ? 0 : Math.max(10, ms);
 }
 
-function pingTimeoutMs(value: string | undefined, interval: number): number {
-	const n = value === undefined || value.trim() === "" ? NaN : Number(value);
+function pingTimeoutMs(ms: number, interval: number): number {
 	// Below two intervals a live client could be judged between its pong and the next ping.
-	return Math.max(Number.isFinite(n) && n > 0 ? n : 15_000, 2 * interval);
+	return Math.max(ms > 0 ? ms : 15_000, 2 * interval);
 }
 
 const SESSION_END_REASONS = new Set(["quit", "reload", "new", "resume", "fork"]);
@@ -228,12 +240,7 @@ function encodeLine(line: string): Buffer {
 const STALL_BYTES = 8 * 1024 * 1024;
 /** How long a client over STALL_BYTES may go without reading anything before it is dropped
  * ($PI_ASK_RELAY_STALL_MS, default 10 s; a slow link such as an SSH forward may want more). */
-const STALL_MS = stallMs(process.env.PI_ASK_RELAY_STALL_MS);
-
-function stallMs(value: string | undefined): number {
-	const n = value === undefined ? NaN : Number(value);
-	return Number.isFinite(n) && n >= 100 ? n : 10_000;
-}
+const STALL_MS = Math.max(100, envMs("PI_ASK_RELAY_STALL_MS", 10_000));
 /** Unsent output no client may exceed, reading or not (Pi's memory comes first). */
 const MAX_QUEUED_BYTES = 256 * 1024 * 1024;
 /** Bytes handed to the socket at once: a reader's progress shows after each chunk it takes. */
@@ -1015,6 +1022,7 @@ class Relay {
 }
 
 export default function piAskRelay(pi: ExtensionAPI): void {
+	for (const problem of ENV_PROBLEMS) logErrorOnce(`env:${problem}`, problem);
 	const relay = new Relay(pi);
 	try {
 		relay.subscribe();
