@@ -9,10 +9,12 @@ call ``warn_moved_module`` once, when first imported; the ``__getattr__`` of the
 from __future__ import annotations
 
 import importlib
+import sys
 import warnings
 from collections.abc import Mapping
+from types import FrameType
 
-__all__ = ["moved_attribute", "warn_moved_module"]
+__all__ = ["from_import_probe", "moved_attribute", "warn_moved_module"]
 
 REMOVED_IN = "0.3.0"
 
@@ -27,6 +29,17 @@ def warn_moved_module(old: str, new: str) -> None:
     )
 
 
+def from_import_probe(caller: FrameType | None) -> bool:
+    """Whether ``caller`` (the frame that asked a package's ``__getattr__``) is the import
+    system checking, for ``from package import name``, whether ``name`` is a submodule to
+    import: the statement itself gets the name right after, and warns then (once, at its line)."""
+    return (
+        caller is not None
+        and caller.f_code.co_name == "_handle_fromlist"
+        and "importlib" in caller.f_code.co_filename
+    )
+
+
 def moved_attribute(package: str, name: str, moved: Mapping[str, str]) -> object:
     """``package.name`` for a ``name`` that moved to module ``moved[name]``: warn, return it.
     Raises ``AttributeError`` for a name that is not in ``moved`` (as a module's ``__getattr__``
@@ -34,6 +47,8 @@ def moved_attribute(package: str, name: str, moved: Mapping[str, str]) -> object
     module = moved.get(name)
     if module is None:
         raise AttributeError(f"module {package!r} has no attribute {name!r}")
+    if from_import_probe(sys._getframe(2)):  # (2: past the module's __getattr__)
+        return getattr(importlib.import_module(module), name)
     warnings.warn(
         f"{package}.{name} is deprecated: import it from {module} "
         f"(it leaves {package} in {REMOVED_IN}).",

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from pi_ask_core import SubmitEvent
+from pi_ask_sdk._moved import from_import_probe
 
 __all__ = [
     "EndReason",
@@ -77,6 +78,8 @@ if not TYPE_CHECKING:  # a type checker reports the removed name
         level, frame = 2, sys._getframe(1)
         while frame.f_back is not None and frame.f_globals.get("__name__") == __package__:
             level, frame = level + 1, frame.f_back
+        if from_import_probe(frame):
+            return _DecodedJsonTransport
         warnings.warn(
             "DecodedJsonTransport is deprecated and removed in 0.3.0: BridgeClient sends every "
             "submit through Transport.send (send_decoded is no longer called).",

@@ -169,6 +169,12 @@ async def test_the_client_sends_every_submit_through_send_even_with_send_decoded
     assert [event.flow_id for event in sent] == ["tool:c1"]
 
 
+def test_from_import_of_decoded_json_transport_warns_once_at_the_importing_line() -> None:
+    with pytest.warns(DeprecationWarning, match="DecodedJsonTransport is deprecated") as seen:
+        from pi_ask_sdk.transports import DecodedJsonTransport  # noqa: F401
+    assert [w.filename for w in seen] == [__file__]
+
+
 def test_an_unknown_transports_name_is_still_an_attribute_error() -> None:
     import pi_ask_sdk.transports.base as base
 
