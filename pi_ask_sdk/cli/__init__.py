@@ -23,6 +23,7 @@ from .usage import (
     EXIT_OK,
     EXIT_RUNTIME,
     EXIT_USAGE,
+    PID_MAX,
     TOP_EPILOG,
     CommandParser,
     VersionAction,
@@ -81,7 +82,7 @@ def _cmd_docs(args: argparse.Namespace) -> int:
 
 def _relay_args(parser: argparse.ArgumentParser) -> None:
     which = parser.add_mutually_exclusive_group()
-    which.add_argument("--pid", type=positive(int), help="the Pi process to connect to")
+    which.add_argument("--pid", type=positive(int, PID_MAX), help="the Pi process to connect to")
     which.add_argument("--socket", help="the relay socket to connect to")
 
 

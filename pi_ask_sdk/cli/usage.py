@@ -32,6 +32,7 @@ __all__ = [
     "EXIT_RUNTIME",
     "EXIT_USAGE",
     "FORM_PROMPTS",
+    "PID_MAX",
     "TOP_EPILOG",
     "CommandParser",
     "VersionAction",
@@ -258,9 +259,10 @@ def usage_error(command: str | None, message: str) -> int:
 N = TypeVar("N", int, float)
 
 
-def positive(kind: type[N]) -> Callable[[str], N]:
-    """An argparse ``type``: a number above 0 (``int``: a whole one), else a usage error worded
-    the same for every flag: ``argument --count: must be a whole number above 0, not '0'``."""
+def positive(kind: type[N], maximum: N | None = None) -> Callable[[str], N]:
+    """An argparse ``type``: a number above 0 (``int``: a whole one) and, given ``maximum``, at
+    most that, else a usage error worded the same for every flag: ``argument --count: must be a
+    whole number above 0, not '0'`` (``... from 1 to 2147483647, not ...`` above ``maximum``)."""
     wanted = "a whole number" if kind is int else "a number"
 
     def parse(text: str) -> N:
@@ -270,9 +272,15 @@ def positive(kind: type[N]) -> Callable[[str], N]:
             value = None
         if value is None or not value > 0:  # (also refuses nan)
             raise argparse.ArgumentTypeError(f"must be {wanted} above 0, not {text!r}")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"must be {wanted} from 1 to {maximum}, not {text!r}")
         return value
 
     return parse
+
+
+PID_MAX: Final = 2**31 - 1
+"""The largest process id there can be (``pid_t`` is a signed 32-bit integer)."""
 
 
 class VersionAction(argparse.Action):

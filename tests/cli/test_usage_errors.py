@@ -52,6 +52,14 @@ def test_top_level_usage_errors_have_the_same_format(capsys: pytest.CaptureFixtu
         (["answer", "--pid", "-5"], "argument --pid: must be a whole number above 0, not '-5'"),
         (["answer", "--pid", "0"], "argument --pid: must be a whole number above 0, not '0'"),
         (["answer", "--pid", "x"], "argument --pid: must be a whole number above 0, not 'x'"),
+        (
+            ["answer", "--pid", "2147483648"],
+            "argument --pid: must be a whole number from 1 to 2147483647, not '2147483648'",
+        ),
+        (
+            ["answer", "--pid", "9" * 30],
+            f"argument --pid: must be a whole number from 1 to 2147483647, not '{'9' * 30}'",
+        ),
         (["answer", "--count", "0"], "argument --count: must be a whole number above 0, not '0'"),
         (
             ["answer", "--count", "1.5"],

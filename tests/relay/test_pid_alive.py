@@ -57,3 +57,8 @@ def test_a_process_reaped_between_the_checks_is_gone(monkeypatch: pytest.MonkeyP
 def test_no_pid_is_never_alive() -> None:
     assert not pid_alive(0)
     assert not pid_alive(-1)
+
+
+@pytest.mark.parametrize("pid", [2**31, 2**63, 10**30])
+def test_a_pid_no_process_can_have_is_not_alive(pid: int) -> None:
+    assert not pid_alive(pid)  # (os.kill raised OverflowError)

@@ -163,7 +163,7 @@ def pid_alive(pid: int) -> bool:
         return False
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):  # (Overflow: beyond pid_t, no process has it)
         return False
     except PermissionError:
         return True
