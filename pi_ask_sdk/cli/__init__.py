@@ -284,8 +284,26 @@ def _parser() -> CommandParser:
     return parser
 
 
+def _open_standard_streams() -> None:
+    """A standard stream ``pi-ask`` was started without (``<&-``, ``>&-``) reads as empty and
+    writes nowhere, as /dev/null does. Else Python has no ``sys.stdin`` (a traceback), and the
+    first file or pipe this process opens takes fd 0 and is read as the person's input."""
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        try:
+            os.fstat(fd)
+        except OSError:
+            opened = os.open(os.devnull, os.O_RDONLY if fd == 0 else os.O_WRONLY)
+            if opened != fd:  # (the lowest free fd: this one, unless a lower one is closed)
+                os.dup2(opened, fd)
+                os.close(opened)
+        if getattr(sys, name) is None:
+            stream = os.fdopen(fd, "r" if fd == 0 else "w", encoding="utf-8", closefd=False)
+            setattr(sys, name, stream)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``pi-ask``; returns the exit status (see ``EXIT_CODES``)."""
+    _open_standard_streams()
     try:
         status = _run(argv)
         sys.stdout.flush()  # here, not at exit: a reader gone meanwhile is caught below

@@ -144,3 +144,31 @@ def test_an_invalid_form_is_a_usage_error_of_the_same_format(
     assert err.startswith(f"pi-ask try: usage error: the form {form} is invalid: ")
     assert err.endswith("\n(`pi-ask try --help` shows its usage)\n")
     assert not (tmp_path / "empty-cache").exists()
+
+
+def closed(redirect: str, *argv: str) -> subprocess.CompletedProcess[str]:
+    """``pi-ask ARGV`` started with a standard stream closed (``<&-`` or ``>&-``)."""
+    return subprocess.run(
+        ["sh", "-c", f'exec "$0" -m pi_ask_sdk.cli "$@" {redirect}', sys.executable, *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_a_form_on_a_closed_stdin_is_a_usage_error() -> None:
+    done = closed("<&-", "try", "--form", "-")
+    assert done.returncode == EXIT_USAGE, done.stderr
+    assert done.stderr == (
+        "pi-ask try: usage error: the form on stdin is not JSON: line 1, column 1: "
+        "Expecting value\n"
+        "(`pi-ask try --help` shows its usage)\n"
+    )
+
+
+@pytest.mark.parametrize("command", [["relay-path"], ["demo"], ["schema"]])
+def test_a_closed_stdout_is_no_traceback(command: list[str]) -> None:
+    done = closed(">&-", *command)
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 0, done.stderr

@@ -78,6 +78,30 @@ async def test_end_of_input_exits_1_nothing_accepted(relay: FakeRelay) -> None:
     assert handle.result is None
 
 
+@pytest.mark.asyncio
+async def test_a_closed_stdin_is_the_end_of_input(relay: FakeRelay) -> None:
+    relay.open_form(yes_no_params(), "closed")
+    proc = await asyncio.create_subprocess_exec(
+        "sh",
+        "-c",
+        'exec "$0" -m pi_ask_sdk.cli answer <&-',  # (a pipe it made itself was taken for stdin)
+        sys.executable,
+        env={**os.environ, "PI_ASK_RELAY_DIR": str(relay.directory)},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(), T)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert proc.returncode == 1, err
+    assert f"end of input: stopped; {ANSWERER_GONE}" in " ".join(out.decode().split())
+    assert "Traceback" not in err.decode()
+    assert relay.received == []
+
+
 ANSWERER_GONE = (
     "nothing was sent for the forms not answered. In Pi's TUI they stay open (answer them "
     "there or with another bridge); a headless Pi ends each as a tool error for its agent "
