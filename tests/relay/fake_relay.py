@@ -109,12 +109,7 @@ class FakeRelay:
 
     async def end_session(self, reason: str = "new") -> None:
         """session_end to every client, close, then listen again with a fresh host."""
-        self.send_line(json.dumps({"type": "session_end", "reason": reason}).encode() + b"\n")
-        for writer in self.writers:
-            await writer.drain()
-        self.host.close()
-        self._open.clear()
-        await self.stop()
+        await self.end_session_and_close(reason)
         self.host = FlowHost(self.bus)
         await self.start()
 

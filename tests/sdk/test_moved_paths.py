@@ -75,6 +75,20 @@ PLUGIN_TEST = textwrap.dedent(
 )
 
 
+def run_pytest(
+    directory: Path, env: dict[str, str], *options: str
+) -> subprocess.CompletedProcess[str]:
+    """pytest, in a process of its own, on the tests of ``directory``."""
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *options],
+        cwd=directory,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
 @pytest.mark.parametrize("named_by", ["conftest", "-p"])
 @pytest.mark.parametrize("autoload", [True, False])
 def test_naming_the_old_plugin_path_gets_the_plugin_once(
@@ -91,25 +105,7 @@ def test_naming_the_old_plugin_path_gets_the_plugin_once(
         env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # only the conftest names the plugin
     else:
         env.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "-W",
-            "always",
-            "-rw",
-            *option,
-        ],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = run_pytest(tmp_path, env, "-W", "always", "-rw", *option)
     # registered twice, pytest would refuse the second registration or its options
     assert done.returncode == 0, done.stdout + done.stderr
     assert "1 passed" in done.stdout
@@ -121,14 +117,7 @@ def test_the_old_plugin_path_respects_no_pi_ask(tmp_path: Path) -> None:
     (tmp_path / "conftest.py").write_text('pytest_plugins = ["pi_ask_sdk.pytest_plugin"]\n')
     (tmp_path / "test_bridge.py").write_text(PLUGIN_TEST)
     env = {**ENV, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:pi_ask"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = run_pytest(tmp_path, env, "-p", "no:pi_ask")
     assert done.returncode == 1, done.stdout + done.stderr
     assert "fixture 'pi_ask_host' not found" in done.stdout
 
