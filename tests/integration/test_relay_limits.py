@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from pi_ask_sdk.transports.relay import RelayTransport
+from pi_ask_sdk.transports.relay import RelayTransport, relay_extension_path
 from tests.integration.pi_process import TIMEOUT, PiEnv, PiProcess, running_pi
 from tests.integration.test_headless import call, tool_end
 from tests.integration.test_liveness import Raw, answerer
@@ -106,3 +106,39 @@ def test_a_value_that_is_no_number_of_milliseconds_is_the_default_and_said_so(
         mentions = [line for line in said if line.startswith(expected)]
         assert len(mentions) == 1, said
         assert f"using the default, {default}" in mentions[0]
+
+
+TIMER_CENSUS = Path(__file__).parent / "extensions" / "timer-census.ts"
+
+
+def test_the_relays_timers_end_with_its_session(
+    pi_installation: PiEnv, shared_tmp: Path, tmp_path: Path
+) -> None:
+    with running_pi(
+        pi_installation,
+        tmp_path / "pi",
+        shared_tmp=shared_tmp,
+        relay=False,  # loaded here, after the census
+        extra_args=["-e", str(TIMER_CENSUS), "-e", str(relay_extension_path())],
+        extra_env={"PI_ASK_RELAY_PING_MS": "50"},
+    ) as pi:
+        pi.wait_socket()
+        for _ in range(3):
+            raw = Raw(pi.socket_path, answerer(1))
+            try:
+                assert raw.read() == {"type": "ping"}  # (its interval runs)
+            finally:
+                raw.close()
+            pi.new_session()
+            pi.wait_socket()
+    census = [
+        (said.split()[1], int(said.rsplit("=", 1)[1]))
+        for said in pi.stderr_lines
+        if said.startswith("[timer-census]")
+    ]
+    # each session runs the one ping timer, and none is left of the sessions before (Pi 0.74
+    # keeps an earlier session's handlers: the census may run after the relay listened)
+    listening = [n for when, n in census if when == "listening"]
+    assert len(listening) >= 4, census
+    assert set(listening) == {1}, census
+    assert all(n <= 1 for _, n in census), census
