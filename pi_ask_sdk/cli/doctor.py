@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Final, Literal
 
 from pi_ask_core import PiAskError
-from pi_ask_sdk.errors import NoRelayFound
+from pi_ask_sdk.errors import MAX_SOCKET_PATH, NoRelayFound, RelayPathTooLong
 from pi_ask_sdk.transports.relay import (
     RelayHello,
     RelayTransport,
@@ -221,6 +221,15 @@ def _process_checks(
 _NOT_LISTED: Final[list[PiProcessInfo]] = []
 
 
+def _largest_pid() -> int:
+    """The largest pid a process here can have (Linux's pid_max, else its 64-bit default)."""
+    try:
+        with open("/proc/sys/kernel/pid_max", encoding="ascii") as fh:
+            return max(1, int(fh.read().strip()) - 1)
+    except (OSError, ValueError):
+        return 4_194_303
+
+
 def run_checks(
     directory: Path | None = None, processes: Sequence[PiProcessInfo] | None = _NOT_LISTED
 ) -> list[Check]:
@@ -234,6 +243,12 @@ def run_checks(
     checks = _node_checks()
     checks.append(_relay_extension_check())
     directory = relay_dir() if directory is None else directory
+    longest = directory / f"pi-{_largest_pid()}.sock"
+    if len(os.fsencode(longest)) > MAX_SOCKET_PATH:
+        # (the relay would disable itself there, saying so only on Pi's stderr)
+        detail = f"{RelayPathTooLong(longest)} A Pi's relay there does not listen."
+        checks.append(Check("fail", "relay directory", detail))
+        return checks + _process_checks(directory, processes, relays_here=False)
     try:
         check_relay_dir(directory)
     except FileNotFoundError:

@@ -128,3 +128,15 @@ def test_find_pi_processes_on_this_machine_does_not_fail() -> None:
     if found is None:
         pytest.skip("no /proc on this system: nothing to list")
     assert os.getpid() not in [info.pid for info in found]  # this process is never listed
+
+
+@pytest.mark.parametrize("exists", [True, False])
+def test_a_directory_too_long_for_a_relay_socket_fails(tmp_path: Path, exists: bool) -> None:
+    # a Pi's relay there disables itself: its socket path would not fit in 107 bytes
+    long = tmp_path / ("d" * max(1, 100 - len(os.fsencode(tmp_path))))
+    if exists:
+        private(long)
+    check = by_what(run_checks(long, []), "relay directory")
+    assert check.status == "fail"
+    assert "longer than the 107 bytes a Unix socket path may have" in check.detail
+    assert "Set PI_ASK_RELAY_DIR to a shorter directory" in check.detail
