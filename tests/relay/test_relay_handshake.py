@@ -103,7 +103,8 @@ async def hold(reader: asyncio.StreamReader) -> None:
     ("greeting", "problem"),
     [
         ({**HELLO, "protocol": 2}, "protocol 2"),
-        ({"type": "session_end", "reason": "quit"}, "not hello"),
+        ({"type": "session_end", "reason": "quit"}, "the first message is session_end, not hello"),
+        ({"type": "ping"}, "the first message is ping, not hello"),
         ({**HELLO, "pid": 1}, "pid 1"),
     ],
 )
@@ -119,6 +120,32 @@ async def test_bad_greetings_are_refused(
             await RelayTransport(path).open(Recorder())
         assert problem in str(refused.value)
         assert str(path) in str(refused.value)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("greeting", "problem"),
+    [
+        ({**HELLO, "pingMs": 250.5}, "Expected `int`, got `float` - at `$.pingMs`"),
+        ({**HELLO, "pid": "x"}, "Expected `int`, got `str` - at `$.pid`"),
+        ("not json", "malformed"),
+    ],
+)
+async def test_a_hello_that_does_not_decode_is_refused_at_once(
+    tmp_path: Path, greeting: dict[str, object] | str, problem: str
+) -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(line(greeting) if isinstance(greeting, dict) else greeting.encode() + b"\n")
+        await hold(reader)
+
+    async with fake_relay(tmp_path, handler) as path:
+        started = asyncio.get_running_loop().time()
+        with pytest.raises(RelayHandshakeError) as refused:
+            await RelayTransport(path, hello_timeout=20).open(Recorder())
+        # (it waited out hello_timeout, then said it had no hello)
+        assert asyncio.get_running_loop().time() - started < 10
+        assert "its hello does not decode" in str(refused.value)
+        assert problem in str(refused.value)
 
 
 @pytest.mark.asyncio

@@ -176,6 +176,10 @@ class RelayProtocol(asyncio.BufferedProtocol):
         try:
             envelope = decode_envelope(line)
         except (msgspec.ValidationError, msgspec.DecodeError, RecursionError) as exc:
+            if not self.hello.done():  # the first line must be the hello: no use waiting
+                why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+                self._refuse(f"its hello does not decode: {why}")
+                return
             log.warning(
                 "pi_ask_sdk.relay: skipped an undecodable line (%d bytes) from %s: %s",
                 len(line),
@@ -247,9 +251,7 @@ class RelayProtocol(asyncio.BufferedProtocol):
 
     def _greeting(self, envelope: Envelope) -> None:
         if not isinstance(envelope, RelayHello):
-            problem = (
-                f"the first message is {type(envelope).__name__.strip('_').lower()}, not hello"
-            )
+            problem = f"the first message is {type(envelope).__struct_config__.tag}, not hello"
         elif envelope.protocol != PROTOCOL:
             problem = f"it speaks protocol {envelope.protocol}, this client speaks {PROTOCOL}"
         else:
@@ -260,6 +262,10 @@ class RelayProtocol(asyncio.BufferedProtocol):
                 self.transport.write(encode_client_hello(self.role, pong=envelope.ping >= PING))
             self._check_ready()
             return
+        self._refuse(problem)
+
+    def _refuse(self, problem: str) -> None:
+        """The greeting is not one we speak: ``open()`` fails with ``problem`` (not retried)."""
         error = RelayHandshakeError(self.path, problem, retryable=False)
         self.hello.set_exception(error)
         self.ready.set_exception(error)
