@@ -406,3 +406,39 @@ def test_pings_can_be_turned_off(pi_installation: PiEnv, shared_tmp: Path, tmp_p
             assert raw.hello["ping"] == 0
         finally:
             raw.close()
+
+
+def test_another_answerer_within_the_grace_period_gets_the_form_of_a_dropped_one(
+    pi_installation: PiEnv, shared_tmp: Path, tmp_path: Path
+) -> None:
+    patient = {**LIMITS, "PI_ASK_RELAY_GRACE_MS": "60000"}
+    with running_pi(
+        pi_installation, tmp_path / "pi", shared_tmp=shared_tmp, extra_env=patient
+    ) as pi:
+        silent = Raw(pi.socket_path, answerer(1))
+        try:
+            since = call(pi, "handed-over")
+            assert silent.read_until("goodbye")[0]["data"]["flowId"] == "tool:handed-over"
+        finally:
+            silent.close()
+        # dropped while it provided the form: the form waits for the grace period ...
+        assert "tool:handed-over" in pi.open_flow_ids()
+        other = Raw(pi.socket_path, answerer(1))
+        try:
+            assert other.replays == ["tool:handed-over"]  # ... and the next answerer gets it
+            other.sock.sendall(
+                json.dumps({
+                    "type": "emit", "channel": "pi-agent-ask:submit",
+                    "data": {
+                        "version": 1, "requestId": "r-over", "flowId": "tool:handed-over",
+                        "response": {"kind": "answer", "answers": {"q": {"values": ["b"]}}},
+                    },
+                }).encode() + b"\n"
+            )  # fmt: skip
+            channels = {line.get("channel") for line in other.read_until("event")}
+            assert channels & {"pi-agent-ask:completed", "pi-agent-ask:submit-result"}
+        finally:
+            other.close()
+        record = tool_end(pi, "handed-over", since)
+        assert record.get("isError") is False
+        assert record["result"]["details"]["answers"]["q"]["values"] == ["b"]
