@@ -288,7 +288,7 @@ def _open_standard_streams() -> None:
     """A standard stream ``pi-ask`` was started without (``<&-``, ``>&-``) reads as empty and
     writes nowhere, as /dev/null does. Else Python has no ``sys.stdin`` (a traceback), and the
     first file or pipe this process opens takes fd 0 and is read as the person's input."""
-    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+    for fd in (0, 1, 2):
         try:
             os.fstat(fd)
         except OSError:
@@ -296,9 +296,12 @@ def _open_standard_streams() -> None:
             if opened != fd:  # (the lowest free fd: this one, unless a lower one is closed)
                 os.dup2(opened, fd)
                 os.close(opened)
-        if getattr(sys, name) is None:
-            stream = os.fdopen(fd, "r" if fd == 0 else "w", encoding="utf-8", closefd=False)
-            setattr(sys, name, stream)
+    if sys.stdin is None:
+        sys.stdin = os.fdopen(0, "r", encoding="utf-8", closefd=False)
+    if sys.stdout is None:
+        sys.stdout = os.fdopen(1, "w", encoding="utf-8", closefd=False)
+    if sys.stderr is None:
+        sys.stderr = os.fdopen(2, "w", encoding="utf-8", closefd=False)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
