@@ -6,8 +6,9 @@
 # through scripts/install-pi.sh, `stress` (the relay and SDK under big, bursty and odd input on a
 # real Pi, and faults injected into the stand-in host and the real-Pi kit), `ssh` (a real Pi
 # reached through a real sshd's ssh -L forward on 127.0.0.1, scripts/install-sshd.sh), `web`
-# (the web example in Debian's Chromium, scripts/install-browser.sh), and `bench-smoke` (the
-# benchmarks' short run: each prints its table; no timing is enforced).
+# (the web example in Debian's Chromium, scripts/install-browser.sh), `bench-smoke` (the
+# benchmarks' short run: each prints its table; no timing is enforced), and `docs` (the
+# documentation site, mkdocs.yml, built with --strict).
 # Extra arguments go to tox (e.g. `-e py311,lint`). With CI=true it takes no arguments and fails
 # unless all of Python 3.10, 3.11, 3.12 and 3.13 are there (so all four envs run).
 set -euo pipefail
@@ -62,7 +63,7 @@ if [ ! -x "$tools/bin/tox" ]; then
   "$tools/bin/pip" install -q --disable-pip-version-check 'tox>=4.11,<5'
 fi
 
-env_list="$(IFS=,; echo "${envs[*]}"),typing,lint,sdist,fleet,pi,pi-legacy,stress,ssh,web,bench-smoke"
+env_list="$(IFS=,; echo "${envs[*]}"),typing,lint,sdist,fleet,pi,pi-legacy,stress,ssh,web,bench-smoke,docs"
 if [ $# -gt 0 ]; then
   exec "$tools/bin/tox" run "$@"
 fi

@@ -154,3 +154,12 @@ def test_development_section_names_every_tox_env() -> None:
     missing = [env for env in envs if f"`{env}`" not in section and not env.startswith("py3")]
     assert missing == []
     assert "`py310`-`py313`" in section
+
+
+def test_metadata_links_the_documentation_source_changelog_and_issues() -> None:
+    entries = metadata.metadata("pi-ask-sdk").get_all("Project-URL") or []
+    urls = dict(entry.split(", ", 1) for entry in entries)
+    assert sorted(urls) == ["Changelog", "Documentation", "Issues", "Source"]
+    others = [url for name, url in urls.items() if name != "Source"]
+    assert all(url.startswith(urls["Source"] + "/") for url in others)
+    assert urls["Source"].startswith("https://")
