@@ -498,8 +498,8 @@ class FlowHost:
                 rejection = checked
                 rid, fid, message = rejection.request_id, rejection.flow_id, rejection.message
             # What is emitted: the echoed ids and the message must be text that encodes. Plain
-            # ASCII, the common case, is told inline: three _is_plain calls cost 1.3k
-            # instructions more, 5% of a refused submit (bench/callgrind.py spec-core-invalid).
+            # ASCII, the common case, is told inline: three _is_plain calls are a measurable
+            # share of a refused submit (bench/README.md).
             if (
                 type(rid) is str
                 and type(fid) is str

@@ -189,7 +189,7 @@ _OPTIONS: Final = "_options"
 
 # Ids and values are made with ``str.__new__`` itself: the public classes' refusing ``__new__``
 # is for callers, and passing through it (a Python frame, *args, super()) for every id and value
-# the SDK makes cost 24k instructions of a 567k in-process round trip (bench/callgrind.py sdk).
+# the SDK makes is a measurable share of a round trip (bench/README.md).
 
 
 def _question_id(text: str, flow_id: FlowId) -> _QuestionId[F]:

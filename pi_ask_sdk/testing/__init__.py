@@ -97,8 +97,8 @@ def unchecked_answer(
     ``AnswerBuilder``. It is an ``UncheckedAnswer``, not an ``Answer``: ``submit`` takes it,
     and a signature that accepts it says so."""
     # tuple([...]), not tuple(<generator>): the latter allocates a 10-slot tuple and shrinks
-    # it, which leaves one gen-0 count per call for a fresh process's first ~2,000 calls (the
-    # shrunk tuples fill another size's free list)
+    # it, which leaves one gen-0 count per call in a fresh process (the shrunk tuples fill
+    # another size's free list), and the memory benchmark counts objects per flow
     answers = tuple([(qid, tuple([str(text) for text in texts])) for qid, texts in values.items()])
     return UncheckedAnswer(flow.flow_id, answers, mode)
 

@@ -63,7 +63,7 @@ class RelayProtocol(asyncio.BufferedProtocol):
     A ``BufferedProtocol``: the socket is read into one buffer kept for the connection. (With a
     plain ``Protocol`` asyncio allocates a 256 KiB ``bytes`` for every read and shrinks it; in a
     process whose allocator still maps blocks that big with ``mmap``, that is an mmap, an
-    mremap, a munmap and a page fault per message, ~10-20 us of a relay round trip.)"""
+    mremap, a munmap and a page fault per message: a visible share of a relay round trip.)"""
 
     def __init__(
         self, owner: _Owner, path: Path, max_line: int, role: RelayRole = "answerer"
