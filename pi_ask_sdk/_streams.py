@@ -115,7 +115,15 @@ class ClientStream(Generic[T]):
         return item
 
     async def next(self, *, timeout: float) -> T:
-        """The next item, waiting at most ``timeout`` seconds (``WaitTimeout`` after that)."""
+        """The next item, waiting at most ``timeout`` seconds.
+
+        Args:
+            timeout: Seconds to wait for an item.
+
+        Raises:
+            WaitTimeout: No item came within ``timeout`` (the stream goes on).
+            ConnectionLost: The stream has ended (the client closed or the connection is gone).
+        """
         items = self._items
         if items:
             # Ready now: no timer. (On 3.12+ wait_for schedules one even for a ready item, and
@@ -133,6 +141,7 @@ class ClientStream(Generic[T]):
             raise ConnectionLost(reason, "the stream has ended") from None
 
     async def aclose(self) -> None:
+        """End the stream: nothing more is buffered, and iteration stops."""
         self._push(StreamEnd("closed"))
 
     async def __aenter__(self) -> Self:

@@ -143,6 +143,15 @@ class BridgeClient:
 
     ``completed_memory`` bounds how many finished flow ids are remembered for refusing a second
     submit locally (older ones are refused by the host instead, as ``flow_not_found``).
+
+    Args:
+        transport: How to reach the host (``BridgeClient.connect()`` makes one for a running
+            Pi; ``MemoryTransport`` reaches a ``FlowHost`` in this process).
+        request_id_prefix: The start of every request id the client makes up.
+        completed_memory: How many finished flow ids to remember (at least 1).
+
+    Raises:
+        ValueError: ``request_id_prefix`` is empty or ``completed_memory`` is below 1.
     """
 
     def __init__(
@@ -188,6 +197,20 @@ class BridgeClient:
         a headless Pi opens its forms for the relay), unless ``observer=True``: it then only
         watches, and a headless Pi does not wait for it. (With your own ``factory``, pass
         ``RelayTransport(..., role="observer")`` instead.)
+
+        The default factory finds the relay at once; the client connects when it is opened
+        (``async with`` or ``open()``).
+
+        Args:
+            factory: Makes the transport; by default the relay's ``discover``.
+            request_id_prefix: The start of every request id the client makes up.
+            observer: Only watch forms, never answer them (default factory only).
+
+        Raises:
+            TransportUnavailable: No transport can be made: for the default factory
+                ``NoRelayFound`` (no running Pi with the relay), ``AmbiguousRelay`` (several),
+                ``UnsafeRelayPath``, or no relay transport installed.
+            ValueError: ``observer=True`` with a ``factory`` of your own.
         """
         if factory is None:
             try:
@@ -219,14 +242,22 @@ class BridgeClient:
 
     @property
     def is_open(self) -> bool:
+        """Whether the client is open: opened, and neither closed nor disconnected for good."""
         return self._state == "open"
 
     @property
     def transport(self) -> Transport:
+        """The transport the client was made with."""
         return self._transport
 
     async def open(self) -> None:
-        """Connect the transport; forms it replays are open when this returns."""
+        """Connect the transport; forms it replays are open when this returns.
+
+        Raises:
+            ClientNotOpen: The client was opened before (a client opens once).
+            TransportUnavailable: The transport could not connect (for the relay:
+                ``NoRelayFound``, ``AmbiguousRelay``, ``RelayConnectError``...).
+        """
         if self._state != "new":
             raise ClientNotOpen("open a client twice")
         self._loop = asyncio.get_running_loop()
@@ -267,13 +298,23 @@ class BridgeClient:
         return MappingProxyType(self._open)
 
     def flows(self) -> ClientStream[FlowView]:
-        """Started forms: those open now (including replayed ones), then each new one."""
+        """Started forms: those open now (including replayed ones), then each new one.
+
+        Raises:
+            ClientNotOpen: The client is not open.
+            ConnectionLost: The connection is gone for good (``disconnected``).
+        """
         self._require("follow flows")
         return ClientStream(self._flow_streams, list(self._open.values()))
 
     def events(self) -> ClientStream[BridgeEvent]:
         """Every event as ``FlowStarted | FlowCompleted | SessionEnded``, starting with a
-        ``FlowStarted`` for each form open now. Completions may come without a ``FlowStarted``."""
+        ``FlowStarted`` for each form open now. Completions may come without a ``FlowStarted``.
+
+        Raises:
+            ClientNotOpen: The client is not open.
+            ConnectionLost: The connection is gone for good (``disconnected``).
+        """
         self._require("follow events")
         first: list[BridgeEvent] = [FlowStarted(view) for view in self._open.values()]
         return ClientStream(self._event_streams, first)
@@ -295,6 +336,20 @@ class BridgeClient:
         submit or completed (``FlowAlreadyAnswered`` / ``FlowAlreadyCompleted``), a flow dropped
         when the session ended (``ConnectionLost``). ``request_id`` defaults to a fresh random
         id: ``request_id_prefix``, ``-`` and 128 bits from the OS as 32 hex digits.
+
+        Args:
+            flow: The form the response answers (the view the client handed out).
+            response: An ``Answer`` built from ``flow``, a ``Cancel``, or (tests only) an
+                ``UncheckedAnswer``.
+            request_id: The submit's ``requestId``; a fresh random one by default.
+
+        Raises:
+            FlowMismatch: ``response``, or a piece of it, belongs to another flow.
+            FlowAlreadyAnswered: This client's submit for the flow was accepted.
+            FlowAlreadyCompleted: The flow completed.
+            ConnectionLost: The flow was dropped with its session, or the connection is gone.
+            InvalidRequestId: ``request_id`` is empty, in use, or not UTF-8 safe.
+            ClientNotOpen: The client is not open.
         """
         ticket = self._prepare(flow, response, request_id)
         rid, flow_id = ticket.request_id, ticket.flow_id
@@ -318,6 +373,13 @@ class BridgeClient:
         closed first. A timed-out or lost submit is never reported as an answer or a cancel.
 
         Raises only for a programming error: ``UnknownTicket`` for another client's ticket.
+
+        Args:
+            ticket: What ``submit`` returned.
+            timeout: Seconds to wait, in all, for the verdict and the completion.
+
+        Raises:
+            UnknownTicket: ``ticket`` is another client's.
         """
         pending = ticket._pending
         if pending.owner is not self:
@@ -353,7 +415,21 @@ class BridgeClient:
         gone (its session ended, the connection dropped, or it completed meanwhile) is
         ``SubmitNotSent``. Raises only for programming errors: ``FlowMismatch``,
         ``FlowAlreadyAnswered`` (this client's own submit for the flow was accepted, before or
-        after the flow completed), ``InvalidRequestId``, ``ClientNotOpen``."""
+        after the flow completed), ``InvalidRequestId``, ``ClientNotOpen``.
+
+        Args:
+            flow: The form the response answers.
+            response: An ``Answer`` built from ``flow``, a ``Cancel``, or (tests only) an
+                ``UncheckedAnswer``.
+            timeout: Seconds to wait, in all, for the verdict and the completion.
+            request_id: The submit's ``requestId``; a fresh random one by default.
+
+        Raises:
+            FlowMismatch: ``response``, or a piece of it, belongs to another flow.
+            FlowAlreadyAnswered: This client's submit for the flow was accepted.
+            InvalidRequestId: ``request_id`` is empty, in use, or not UTF-8 safe.
+            ClientNotOpen: The client is not open.
+        """
         try:
             ticket = await self.submit(flow, response, request_id=request_id)
         except ConnectionLost as lost:

@@ -44,7 +44,18 @@ async def serve_every_pi(
     """Run ``handler(client, relay)`` for every running Pi until ``stop`` is set (or cancelled).
 
     A Pi whose handler returned (its connection ended) is served again if its relay socket is
-    still there at the next poll, e.g. after Pi reloaded.
+    still there at the next poll, e.g. after Pi reloaded. An exception in one Pi's handler is
+    logged (logger ``pi_ask_sdk.every_pi``) and ends only that Pi's client.
+
+    Args:
+        handler: Serves one Pi, given its client (open) and its relay.
+        directory: The relay directory; by default the relay's own rules find it
+            (``PI_ASK_RELAY_DIR``, ...).
+        poll: Seconds between looks for new Pis.
+        stop: Set it to stop serving; every handler is then cancelled.
+
+    Raises:
+        UnsafeRelayPath: The relay directory breaks the same-user rules.
     """
     stop = asyncio.Event() if stop is None else stop
     serving: dict[Path, asyncio.Task[None]] = {}

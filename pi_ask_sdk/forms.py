@@ -284,12 +284,17 @@ class OptionView(msgspec.Struct, Generic[F], frozen=True, gc=False):
     """One option of a question. Only ``value`` is ever sent; the rest is for display."""
 
     question_id: QuestionId[F]
+    """The question this option belongs to."""
     value: OptionValue[F]
+    """What a response sends to select this option."""
     label: DisplayText
+    """What to show for it (display only: never sent, never matched)."""
     position: int
     """1-based position in the question, as reported in result ``indices``."""
     description: DisplayText | None = None
+    """A longer description to show, if the form gave one."""
     preview: DisplayText | None = None
+    """Preview text to show (a ``preview`` question's content), if the form gave one."""
     badge: DisplayText | None = None
     """What to show beside the label: ``recommended`` for an option the agent marked so, else
     ``None``. Presentation for the person choosing: it never changes what is sent, implies
@@ -299,6 +304,13 @@ class OptionView(msgspec.Struct, Generic[F], frozen=True, gc=False):
     def from_wire(
         cls, question_id: QuestionId[F], option: AskOption, position: int
     ) -> OptionView[F]:
+        """The view of a started event's option (what the client does for every form).
+
+        Args:
+            question_id: The id of the question the option belongs to.
+            option: The option as the ``started`` event carries it.
+            position: Its 1-based position in the question.
+        """
         return cls(
             question_id=question_id,
             value=_option_value(option.value, question_id),
@@ -318,6 +330,7 @@ class QuestionView(msgspec.Struct, Generic[F], frozen=True, dict=True):
     """
 
     id: QuestionId[F]
+    """The question's id: the key of its answer (``flow.question(id)`` finds it)."""
     _wire: AskQuestion
     # The started event's own (immutable) question: the label, prompt, type and options are
     # read from it when asked for, so a bridge that only answers never pays for display texts
@@ -328,26 +341,42 @@ class QuestionView(msgspec.Struct, Generic[F], frozen=True, dict=True):
 
     @classmethod
     def from_wire(cls, question: AskQuestion, flow_id: FlowId) -> QuestionView[F]:
+        """The view of a started event's question.
+
+        Args:
+            question: The question as the ``started`` event carries it.
+            flow_id: The flow it belongs to (its ids and values remember it).
+        """
         return cls(_question_id(question.id, flow_id), question)
 
     @property
     def label(self) -> DisplayText:
+        """The question's short label (``Q<n>`` when the agent gave none): display only."""
         return _DisplayText(self._wire.label)
 
     @property
     def prompt(self) -> DisplayText:
+        """The question put to the user: display only."""
         return _DisplayText(self._wire.prompt)
 
     @property
     def type(self) -> QuestionType:
+        """What the host validates answers against: ``multi`` takes several values, ``single``
+        and ``preview`` at most one. It can differ from ``requested_type`` (a host may present
+        a single-choice question as multi); answer by this one."""
         return self._wire.type
 
     @property
     def requested_type(self) -> QuestionType:
+        """The type the agent asked for (what the result reports); ``type`` when the host
+        presents the question as asked."""
         return self._wire.requested
 
     @property
     def required(self) -> bool:
+        """Whether the agent marked the question required. Advisory only: the host never
+        enforces it (a submit that leaves the question unanswered is accepted) and decides
+        everything itself. Show it (an asterisk, say); infer nothing else from it."""
         return self._wire.required
 
     @property
@@ -383,12 +412,19 @@ class QuestionView(msgspec.Struct, Generic[F], frozen=True, dict=True):
 
     @property
     def values(self) -> tuple[OptionValue[F], ...]:
+        """The options' values, in the form's order."""
         return tuple(option.value for option in self.options)
 
     def option(self, value: str) -> OptionView[F]:
-        """The option whose *value* is exactly ``value``; raises ``UnknownOption`` otherwise.
+        """The option whose *value* is exactly ``value``.
 
         A label never matches, even when no option has that value.
+
+        Args:
+            value: The option value to look up.
+
+        Raises:
+            UnknownOption: No option of this question has that value (naming the values).
         """
         # A linear scan: forms have a handful of options.
         if isinstance(value, str):
@@ -398,7 +434,14 @@ class QuestionView(msgspec.Struct, Generic[F], frozen=True, dict=True):
         raise self._unknown(value)
 
     def value(self, value: str) -> OptionValue[F]:
-        """This question's ``OptionValue`` that is exactly ``value``; ``UnknownOption`` if none."""
+        """This question's ``OptionValue`` that is exactly ``value``: what a response selects.
+
+        Args:
+            value: The option value to look up (never a label).
+
+        Raises:
+            UnknownOption: No option of this question has that value (naming the values).
+        """
         # From the wire options: no OptionView is made for a value looked up by name.
         if isinstance(value, str):
             for option in self._wire.options:
@@ -407,6 +450,7 @@ class QuestionView(msgspec.Struct, Generic[F], frozen=True, dict=True):
         raise self._unknown(value)
 
     def has_value(self, value: str) -> bool:
+        """Whether an option of this question has exactly this value (labels never match)."""
         return any(option.value == value for option in self._wire.options)
 
     def _unknown(self, value: object) -> UnknownOption:
@@ -430,15 +474,28 @@ class FlowView(msgspec.Struct, Generic[F], frozen=True, gc=False):
     """
 
     flow_id: FlowId
+    """The flow's id: what a response is addressed to."""
     tool_call_id: str | None
+    """The ``ask_user`` tool call that opened the form (``None`` when the host gave none)."""
     source: FlowSource
+    """``"tool"`` for a form the agent opened, ``"ask:resume"`` for one reopened to resume."""
     title: DisplayText | None
+    """The form's title, if it has one: display only."""
     created_at: float
+    """When the host opened the form, in epoch milliseconds."""
     questions: tuple[QuestionView[F], ...]
+    """The questions, in the form's order."""
     replay: bool = False
+    """Whether the form was already open when the client connected (replayed, not fresh)."""
 
     @classmethod
     def from_started(cls, event: StartedEvent, *, replay: bool = False) -> FlowView[F]:
+        """The view of a ``started`` event (what the client hands out for every form).
+
+        Args:
+            event: The decoded ``started`` payload.
+            replay: Whether the form was replayed to a client that connected while it was open.
+        """
         tool_call_id, title = event.tool_call_id, event.title
         flow_id = FlowId(event.flow_id)
         from_wire = QuestionView.from_wire
@@ -465,14 +522,21 @@ class FlowView(msgspec.Struct, Generic[F], frozen=True, gc=False):
 
     @property
     def question_ids(self) -> tuple[QuestionId[F], ...]:
+        """The questions' ids, in the form's order."""
         return tuple(question.id for question in self.questions)
 
     def question(self, question_id: QuestionId[F] | str) -> QuestionView[F]:
         """The question with exactly this id: a ``QuestionId`` of this form (``question.id``),
         or the id's text as the form has it (``flow.question("deploy")``: a bridge knows the
-        questions it has rules for by id). Checked at run time: ``UnknownQuestion`` naming it
-        for an id the form does not have (labels never match), ``FlowMismatch`` for a
-        ``QuestionId`` taken from another flow."""
+        questions it has rules for by id). Labels never match.
+
+        Args:
+            question_id: A ``QuestionId`` of this form, or the id's text.
+
+        Raises:
+            UnknownQuestion: The form has no question with that id (naming the ids it has).
+            FlowMismatch: ``question_id`` is a ``QuestionId`` taken from another flow.
+        """
         other = foreign_flow(self.flow_id, question_id)
         if other is not None:
             raise FlowMismatch(self.flow_id, other, "question id")
@@ -482,10 +546,16 @@ class FlowView(msgspec.Struct, Generic[F], frozen=True, gc=False):
         raise UnknownQuestion(self.flow_id, str(question_id), self.question_ids)
 
     def has_question(self, question_id: QuestionId[F] | str) -> bool:
+        """Whether the form has a question with exactly this id."""
         return any(question.id == question_id for question in self.questions)
 
     def same_form(self, other: FlowView[F]) -> bool:
-        """Same flow and same form, ignoring ``created_at`` and ``replay``."""
+        """Whether ``other`` is the same flow with the same form, ignoring ``created_at`` and
+        ``replay`` (a replayed form compared with the one first seen).
+
+        Args:
+            other: Another view, usually of the same flow id.
+        """
         return (
             self.flow_id == other.flow_id
             and self.tool_call_id == other.tool_call_id

@@ -143,6 +143,7 @@ class SubmitRejected(_NoTruthValue, msgspec.Struct, frozen=True):
 
     @property
     def flow_still_open(self) -> bool:
+        """Whether the flow may be answered again (every code but ``flow_not_found``)."""
         return self.error != "flow_not_found"
 
 
@@ -173,6 +174,7 @@ class SubmitLost(_NoTruthValue, msgspec.Struct, frozen=True):
 
     @property
     def flow_id(self) -> FlowId:
+        """The flow the lost submit was for."""
         return self.ticket.flow_id
 
 

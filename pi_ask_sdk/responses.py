@@ -92,11 +92,16 @@ class QuestionAnswer(msgspec.Struct, Generic[F], frozen=True, gc=False):
     """The answer to one question. ``option_notes`` pairs are (option value, note)."""
 
     values: tuple[OptionValue[F], ...] = ()
+    """The selected options' values, in the order selected."""
     custom_text: str | None = None
+    """Free text given instead of (or, in a multi question, beside) the options."""
     note: str | None = None
+    """A note on the question."""
     option_notes: tuple[tuple[OptionValue[F], str], ...] = ()
+    """Notes on single options, as (option value, note) pairs."""
 
     def to_wire(self) -> RemoteAnswer:
+        """The answer as the submit payload's wire Struct."""
         return RemoteAnswer(
             values=_plain(self.values) if self.values else UNSET,
             custom_text=UNSET if self.custom_text is None else self.custom_text,
@@ -140,9 +145,13 @@ class Answer(msgspec.Struct, Generic[F], frozen=True, gc=False):
     unanswered."""
 
     flow_id: FlowId
+    """The flow the answer was built for."""
     answers: tuple[tuple[QuestionId[F], QuestionAnswer[F]], ...]
+    """Each answered question's answer, in the order first answered."""
     mode: ResultMode = "submit"
+    """``"submit"`` to answer, ``"elaborate"`` to ask the agent to clarify first."""
     kind: Literal["answer"] = "answer"
+    """The tag that tells an ``Answer`` from a ``Cancel``."""
 
     def __post_init__(self) -> None:
         if type(self) is Answer:
@@ -159,9 +168,11 @@ class Answer(msgspec.Struct, Generic[F], frozen=True, gc=False):
         """Marks ``Answer`` abstract for type checkers: only ``AnswerBuilder`` makes one."""
 
     def get(self, question_id: str) -> QuestionAnswer[F] | None:
+        """The answer to the question with this id, or ``None`` when it is not answered."""
         return next((answer for qid, answer in self.answers if qid == question_id), None)
 
     def to_wire(self) -> AnswerResponse:
+        """The ``response`` of the submit payload, as its wire Struct."""
         answers = {str(qid): answer.to_wire() for qid, answer in self.answers}
         return AnswerResponse(mode=self.mode, answers=answers)
 
@@ -187,13 +198,17 @@ class Cancel(msgspec.Struct, Generic[F], frozen=True, gc=False):
     Made for a form with ``Cancel.of(flow)``."""
 
     flow_id: FlowId
+    """The flow to cancel."""
     kind: Literal["cancel"] = "cancel"
+    """The tag that tells a ``Cancel`` from an ``Answer``."""
 
     @classmethod
     def of(cls, flow: FlowView[F]) -> Cancel[F]:
+        """The cancel of ``flow``'s form."""
         return Cancel(flow.flow_id)
 
     def to_wire(self) -> CancelResponse:
+        """The ``response`` of the submit payload, as its wire Struct."""
         return CancelResponse()
 
     def to_builtins(self) -> JsonObject:
@@ -220,6 +235,7 @@ class UncheckedAnswer(msgspec.Struct, Generic[F], frozen=True, gc=False):
     kind: Literal["answer"] = "answer"
 
     def to_wire(self) -> AnswerResponse:
+        """The ``response`` of the submit payload, as its wire Struct."""
         answers = {qid: RemoteAnswer(values=list(values)) for qid, values in self.answers}
         return AnswerResponse(mode=self.mode, answers=answers)
 
@@ -294,6 +310,13 @@ class AnswerBuilder(Generic[F]):
     ``Answer`` and may be called again after further changes. A call that raises leaves the
     builder as it was. A question, option or value taken from another flow raises
     ``FlowMismatch`` (and, in a handler generic in ``F``, is a mypy error).
+
+    Args:
+        flow: The form to answer.
+        mode: ``"submit"`` (the default) or ``"elaborate"``.
+
+    Raises:
+        InvalidArgument: ``flow`` is not a ``FlowView``, or ``mode`` is neither mode.
     """
 
     __slots__ = ("_answers", "_flow", "_mode")
@@ -312,6 +335,7 @@ class AnswerBuilder(Generic[F]):
 
     @property
     def flow(self) -> FlowView[F]:
+        """The form this builder answers."""
         return self._flow
 
     # --- argument checks (what mypy cannot enforce at run time) ---
@@ -388,6 +412,18 @@ class AnswerBuilder(Generic[F]):
         option of another question, ``FlowMismatch`` for one of another flow, and
         ``InvalidSelection`` with the host's rule (in its order: ``duplicate_value``,
         ``too_many_values``, ``value_with_custom_text``, ``unknown_value``).
+
+        Args:
+            question: The question (its view, or its id taken from the form).
+            *options: The options to select (views or values taken from ``question``); none
+                clears the selection.
+
+        Raises:
+            UnknownQuestion: ``question`` is not a question of the form.
+            FlowMismatch: ``question`` was taken from another flow.
+            InvalidArgument: ``question`` is neither a ``QuestionView`` nor a ``QuestionId``.
+            UnknownOption: An option is not one of ``question``'s.
+            InvalidSelection: The host would refuse the selection (``problem`` names the rule).
         """
         view = self._question("select", question)
         values = tuple([self._value("select", "options", view, option) for option in options])
@@ -409,7 +445,17 @@ class AnswerBuilder(Generic[F]):
 
     def custom_text(self, question: QuestionView[F] | QuestionId[F], text: str) -> Self:
         """Answer with free text. Blank text is ignored by the host (and dropped here).
-        Raises ``InvalidCustomText`` beside a selected value of a question that is not multi."""
+
+        Args:
+            question: The question (its view, or its id taken from the form).
+            text: The text; it replaces earlier custom text.
+
+        Raises:
+            UnknownQuestion: ``question`` is not a question of the form.
+            FlowMismatch: ``question`` was taken from another flow.
+            InvalidArgument: ``question`` is neither a ``QuestionView`` nor a ``QuestionId``.
+            InvalidCustomText: A value is selected and the question is not multi.
+        """
         view = self._question("custom_text", question)
         text = self._checked_text("custom_text", "text", text)
         custom = None if is_blank(text) else text
@@ -426,7 +472,17 @@ class AnswerBuilder(Generic[F]):
         return self
 
     def note(self, question: QuestionView[F] | QuestionId[F], text: str) -> Self:
-        """A note on the question (clarification context; in ``elaborate`` mode, a request)."""
+        """A note on the question (clarification context; in ``elaborate`` mode, a request).
+
+        Args:
+            question: The question (its view, or its id taken from the form).
+            text: The note; it replaces an earlier one, and blank text removes it.
+
+        Raises:
+            UnknownQuestion: ``question`` is not a question of the form.
+            FlowMismatch: ``question`` was taken from another flow.
+            InvalidArgument: ``question`` is neither a ``QuestionView`` nor a ``QuestionId``.
+        """
         view = self._question("note", question)
         text = self._checked_text("note", "text", text)
         note = None if is_blank(text) else text
@@ -442,7 +498,20 @@ class AnswerBuilder(Generic[F]):
         option: OptionView[F] | OptionValue[F],
         text: str,
     ) -> Self:
-        """A note on one real option of the question, selected or not."""
+        """A note on one real option of the question, selected or not.
+
+        Args:
+            question: The question (its view, or its id taken from the form).
+            option: The option (its view or value, taken from ``question``).
+            text: The note; it replaces the option's earlier one, and blank text removes it.
+
+        Raises:
+            UnknownQuestion: ``question`` is not a question of the form.
+            FlowMismatch: ``question`` was taken from another flow.
+            InvalidArgument: ``question`` is neither a ``QuestionView`` nor a ``QuestionId``.
+            UnknownOption: ``option`` is not one of ``question``'s.
+            InvalidOptionNote: The host would refuse the note (``problem`` names the rule).
+        """
         view = self._question("option_note", question)
         value = self._value("option_note", "option", view, option)
         text = self._checked_text("option_note", "text", text)
@@ -468,11 +537,16 @@ class AnswerBuilder(Generic[F]):
         return self
 
     def mode(self, mode: ResultMode) -> Self:
-        """``submit`` (the default) or ``elaborate`` (ask the agent to clarify first)."""
+        """``submit`` (the default) or ``elaborate`` (ask the agent to clarify first).
+
+        Raises:
+            InvalidArgument: ``mode`` is neither.
+        """
         self._mode = self._checked_mode("mode", mode)
         return self
 
     def build(self) -> Answer[F]:
+        """The answer so far, as an immutable ``Answer`` (the builder can go on changing)."""
         return _BuiltAnswer(self._flow.flow_id, tuple(self._answers.items()), self._mode)
 
 
@@ -485,6 +559,12 @@ class SelectOption(Generic[F]):
 
     ``SelectOption(deploy.value("yes"))``: the value comes from a started form and knows its
     question and flow. Read-only; matchable as ``SelectOption(question_id=..., value=...)``.
+
+    Args:
+        value: The option value, taken from a started form.
+
+    Raises:
+        InvalidArgument: ``value`` is not an ``OptionValue`` (a plain string, a label).
     """
 
     __slots__ = ("_value",)
@@ -499,14 +579,17 @@ class SelectOption(Generic[F]):
 
     @property
     def question_id(self) -> QuestionId[F]:
+        """The question the value belongs to."""
         return self._value.question_id
 
     @property
     def value(self) -> OptionValue[F]:
+        """The option value the button selects."""
         return self._value
 
     @property
     def kind(self) -> Literal["select"]:
+        """Always ``"select"`` (a ``CancelFlow``'s is ``"cancel"``)."""
         return "select"
 
     def __eq__(self, other: object) -> bool:
@@ -547,6 +630,16 @@ class ApprovalMapping(Generic[F]):
     generic in ``F``, is a mypy error), a question or value the form does not have
     ``ApprovalMappingError`` naming the button; there is no fallback to labels. ``bind(view)``
     checks it again against another view of the same flow (e.g. re-announced).
+
+    Args:
+        flow: The form the buttons answer.
+        buttons: Each button's name and what it does.
+
+    Raises:
+        FlowMismatch: A value was taken from another flow.
+        ApprovalMappingError: A button's question or value is not in the form.
+        InvalidArgument: ``flow`` is not a ``FlowView``, or an action is neither a
+            ``SelectOption`` nor a ``CancelFlow``.
     """
 
     __slots__ = ("_buttons", "_flow")
@@ -597,10 +690,12 @@ class ApprovalMapping(Generic[F]):
 
     @property
     def flow(self) -> FlowView[F]:
+        """The form the mapping was checked against."""
         return self._flow
 
     @property
     def buttons(self) -> tuple[str, ...]:
+        """The buttons' names, in the order given."""
         return tuple(self._buttons)
 
     def __iter__(self) -> Iterator[tuple[str, ButtonAction[F]]]:
@@ -608,10 +703,20 @@ class ApprovalMapping(Generic[F]):
 
     def bind(self, flow: FlowView[F]) -> ApprovalMapping[F]:
         """This mapping checked against ``flow``, another view of the same flow (a replayed
-        or re-announced form); raises on the first button that does not fit."""
+        or re-announced form).
+
+        Raises:
+            FlowMismatch: ``flow`` is another flow.
+            ApprovalMappingError: A button's question or value is not in ``flow``'s form.
+        """
         return ApprovalMapping(flow, self._buttons)
 
     def action(self, button: str) -> ButtonAction[F]:
+        """What ``button`` does.
+
+        Raises:
+            ApprovalMappingError: No button has that name (``unknown_button``).
+        """
         found = self._buttons.get(button)
         if found is None:
             raise ApprovalMappingError(
@@ -620,7 +725,11 @@ class ApprovalMapping(Generic[F]):
         return found
 
     def response(self, button: str) -> Response[F]:
-        """The response for a press of ``button``: only its question is answered."""
+        """The response for a press of ``button``: only its question is answered.
+
+        Raises:
+            ApprovalMappingError: No button has that name (``unknown_button``).
+        """
         action = self.action(button)
         if isinstance(action, CancelFlow):
             return Cancel.of(self._flow)

@@ -105,7 +105,14 @@ def _ticket(ticket: SubmitTicket) -> JsonObject:
 
 
 def to_data(value: Serialisable[F]) -> JsonObject:
-    """``value`` as decoded JSON in the wire's shape (see the module's docstring)."""
+    """``value`` as decoded JSON in the wire's shape (see the module's docstring).
+
+    Args:
+        value: A view, a response, an outcome or a client event.
+
+    Raises:
+        InvalidArgument: ``value`` is none of those.
+    """
     if isinstance(value, FlowView):
         return _flow(value)
     if isinstance(value, QuestionView):
@@ -162,7 +169,14 @@ def _event(event: FlowStarted | FlowCompleted | SessionEnded) -> JsonObject:
 
 
 def to_json(value: Serialisable[F]) -> str:
-    """``to_data(value)`` as JSON text (UTF-8 safe; what ``json.loads`` reads back)."""
+    """``to_data(value)`` as JSON text (UTF-8 safe; what ``json.loads`` reads back).
+
+    Args:
+        value: A view, a response, an outcome or a client event.
+
+    Raises:
+        InvalidArgument: ``value`` is none of those.
+    """
     return msgspec.json.encode(to_data(value)).decode()
 
 
@@ -177,8 +191,14 @@ def _json_bytes(where: str, data: str | bytes | JsonObject) -> bytes:
 
 
 def flow_from_json(data: str | bytes | JsonObject) -> FlowView:
-    """The ``FlowView`` that ``to_json`` / ``to_data`` wrote (``InvalidArgument`` when ``data``
-    is not a ``started`` event's shape)."""
+    """The ``FlowView`` that ``to_json`` / ``to_data`` wrote.
+
+    Args:
+        data: JSON text, its UTF-8 bytes, or the decoded object.
+
+    Raises:
+        InvalidArgument: ``data`` is not JSON in a ``started`` event's shape.
+    """
     raw = _json_bytes("flow_from_json", data)
     try:
         event = msgspec.json.decode(raw, type=StartedEvent)
@@ -199,7 +219,19 @@ class _Submitted(msgspec.Struct, rename="camel"):
 
 def response_from_json(flow: FlowView[F], data: str | bytes | JsonObject) -> Response[F]:
     """The response ``data`` (``{"flowId": ..., "response": ...}``, as ``to_json`` writes it)
-    for ``flow``, built with ``AnswerBuilder`` so it is checked like one built in Python."""
+    for ``flow``, built with ``AnswerBuilder`` so it is checked like one built in Python.
+
+    Args:
+        flow: The form the response answers.
+        data: JSON text, its UTF-8 bytes, or the decoded object.
+
+    Raises:
+        InvalidArgument: ``data`` is not JSON in that shape.
+        FlowMismatch: ``data`` names another flow.
+        UnknownQuestion: It answers a question the form does not have.
+        UnknownOption: It selects or notes a value its question does not have.
+        InvalidResponse: The host would refuse it (``InvalidSelection``, ...).
+    """
     raw = _json_bytes("response_from_json", data)
     try:
         submitted = msgspec.json.decode(raw, type=_Submitted)

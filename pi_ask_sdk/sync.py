@@ -54,7 +54,10 @@ class SyncClientStream(Generic[T]):
     ``for item in stream:`` iterates until the stream ends (the client closed or the connection
     was lost for good). ``idle_timeout`` (seconds) makes the iteration raise ``WaitTimeout``
     when nothing arrives for that long; without it the loop waits for the next item as long as
-    the stream lives, in bounded slices (Ctrl-C is honoured between them)."""
+    the stream lives, in bounded slices (Ctrl-C is honoured between them).
+
+    Made by ``SyncBridgeClient.flows()`` and ``events()``.
+    """
 
     def __init__(
         self, owner: SyncBridgeClient, stream: ClientStream[T], *, idle_timeout: float | None = None
@@ -64,7 +67,16 @@ class SyncClientStream(Generic[T]):
         self._idle_timeout = idle_timeout
 
     def next(self, *, timeout: float) -> T:
-        """The next item; ``WaitTimeout`` after ``timeout`` s, ``ConnectionLost`` once ended."""
+        """The next item.
+
+        Args:
+            timeout: Seconds to wait for it.
+
+        Raises:
+            WaitTimeout: No item came within ``timeout`` (the stream goes on).
+            ConnectionLost: The stream has ended.
+            ClientNotOpen: The client is closed.
+        """
         return self._owner._run(self._stream.next(timeout=timeout), timeout + _GRACE, "an item")
 
     def __iter__(self) -> Iterator[T]:
@@ -86,6 +98,7 @@ class SyncClientStream(Generic[T]):
                 raise StopIteration from None
 
     def close(self) -> None:
+        """End the stream: nothing more is buffered, and iteration stops."""
         self._owner._run(self._stream.aclose(), _GRACE, "the stream to close")
 
 
@@ -93,7 +106,19 @@ class SyncBridgeClient:
     """``with SyncBridgeClient(transport) as client: flow = client.flows().next(timeout=60)``.
 
     ``timeout`` bounds start-up, shutdown and sending a submit. Objects returned (views,
-    tickets, outcomes) are immutable and safe to use from any thread.
+    tickets, outcomes) are immutable and safe to use from any thread. The client runs a
+    ``BridgeClient`` on an event loop in a thread of its own; its methods must not be called
+    from that thread (``RuntimeError``).
+
+    Args:
+        transport: How to reach the host (as for ``BridgeClient``).
+        timeout: Seconds allowed for start-up, shutdown, a stream to be made and a submit to
+            be sent (``WaitTimeout`` past it).
+        request_id_prefix: The start of every request id the client makes up.
+        completed_memory: How many finished flow ids to remember (at least 1).
+
+    Raises:
+        ValueError: ``request_id_prefix`` is empty or ``completed_memory`` is below 1.
     """
 
     def __init__(
@@ -125,6 +150,15 @@ class SyncBridgeClient:
         Like ``BridgeClient.connect``: without ``factory`` it finds the relay of the one running
         Pi (``pi_ask_sdk.transports.relay.discover``) and raises ``TransportUnavailable`` (e.g.
         ``NoRelayFound``, ``AmbiguousRelay``) at once when there is none or several.
+
+        Args:
+            factory: Makes the transport; by default the relay's ``discover``.
+            timeout: As for the constructor.
+            request_id_prefix: The start of every request id the client makes up.
+            completed_memory: How many finished flow ids to remember.
+
+        Raises:
+            TransportUnavailable: No transport can be made (``NoRelayFound``, ...).
         """
         transport = BridgeClient.connect(factory).transport
         return cls(
@@ -140,7 +174,13 @@ class SyncBridgeClient:
         return self._client
 
     def start(self) -> None:
-        """Start the loop thread and open the client (bounded by ``timeout``)."""
+        """Start the loop thread and open the client (bounded by ``timeout``); ``with`` does it.
+
+        Raises:
+            ClientNotOpen: The client was started before.
+            WaitTimeout: The client did not open within ``timeout``.
+            TransportUnavailable: The transport could not connect.
+        """
         if self._loop is not None:
             raise ClientNotOpen("start a SyncBridgeClient twice")
         loop = asyncio.new_event_loop()
@@ -184,7 +224,16 @@ class SyncBridgeClient:
         return self._run(snapshot(), self._timeout, "the open flows")
 
     def flows(self, *, idle_timeout: float | None = None) -> SyncClientStream[FlowView]:
-        """Started forms (open now, then new ones): ``for flow in client.flows():``."""
+        """Started forms (open now, then new ones): ``for flow in client.flows():``.
+
+        Args:
+            idle_timeout: Seconds of silence after which iterating raises ``WaitTimeout``;
+                ``None`` waits as long as the stream lives.
+
+        Raises:
+            ClientNotOpen: The client is not started, or closed.
+            ConnectionLost: The connection is gone for good.
+        """
 
         async def make() -> ClientStream[FlowView]:
             return self._client.flows()
@@ -193,7 +242,16 @@ class SyncBridgeClient:
         return SyncClientStream(self, stream, idle_timeout=idle_timeout)
 
     def events(self, *, idle_timeout: float | None = None) -> SyncClientStream[BridgeEvent]:
-        """Every ``FlowStarted | FlowCompleted | SessionEnded``: ``for event in ...:``."""
+        """Every ``FlowStarted | FlowCompleted | SessionEnded``: ``for event in ...:``.
+
+        Args:
+            idle_timeout: Seconds of silence after which iterating raises ``WaitTimeout``;
+                ``None`` waits as long as the stream lives.
+
+        Raises:
+            ClientNotOpen: The client is not started, or closed.
+            ConnectionLost: The connection is gone for good.
+        """
 
         async def make() -> ClientStream[BridgeEvent]:
             return self._client.events()
@@ -208,6 +266,17 @@ class SyncBridgeClient:
         *,
         request_id: str | None = None,
     ) -> SubmitTicket:
+        """As ``BridgeClient.submit``: send ``response`` for ``flow``, return the ticket.
+
+        Raises:
+            FlowMismatch: ``response``, or a piece of it, belongs to another flow.
+            FlowAlreadyAnswered: This client's submit for the flow was accepted.
+            FlowAlreadyCompleted: The flow completed.
+            ConnectionLost: The flow was dropped with its session, or the connection is gone.
+            InvalidRequestId: ``request_id`` is empty, in use, or not UTF-8 safe.
+            ClientNotOpen: The client is not started, or closed.
+            WaitTimeout: The submit was not sent within ``timeout`` (its fate is unknown).
+        """
         return self._run(
             self._client.submit(flow, response, request_id=request_id),
             self._timeout,
@@ -218,7 +287,11 @@ class SyncBridgeClient:
         self, ticket: SubmitTicket, *, timeout: float = DEFAULT_TIMEOUT
     ) -> SubmitOutcome:
         """As ``BridgeClient.await_result``; a loop that does not answer in time is
-        ``SubmitTimedOut`` too (the submit's fate is unknown)."""
+        ``SubmitTimedOut`` too (the submit's fate is unknown).
+
+        Raises:
+            UnknownTicket: ``ticket`` is another client's.
+        """
         try:
             return self._run(
                 self._client.await_result(ticket, timeout=timeout),
@@ -236,7 +309,15 @@ class SyncBridgeClient:
         timeout: float = DEFAULT_TIMEOUT,
         request_id: str | None = None,
     ) -> RespondOutcome:
-        """As ``BridgeClient.respond``: every outcome is a value."""
+        """As ``BridgeClient.respond``: every outcome is a value.
+
+        Raises:
+            FlowMismatch: ``response``, or a piece of it, belongs to another flow.
+            FlowAlreadyAnswered: This client's submit for the flow was accepted.
+            InvalidRequestId: ``request_id`` is empty, in use, or not UTF-8 safe.
+            ClientNotOpen: The client is not started, or closed.
+            WaitTimeout: The submit was not sent within ``timeout`` (its fate is unknown).
+        """
         try:
             ticket = self.submit(flow, response, request_id=request_id)
         except ConnectionLost as lost:
