@@ -104,6 +104,8 @@ class AnswerProblem(msgspec.Struct, frozen=True, gc=False):
 
 
 class Selection(msgspec.Struct, frozen=True, gc=False):
+    """One selected option of an accepted answer: its value, label and 1-based position."""
+
     value: str
     label: str
     index: int  # 1-based position of the option in its question
@@ -119,6 +121,8 @@ class AcceptedAnswer(msgspec.Struct, frozen=True, gc=False):
 
 
 class AcceptedResponse(msgspec.Struct, frozen=True, gc=False):
+    """An answer response the rules accepted: its mode and each question's accepted answer."""
+
     mode: ResultMode
     answers: dict[str, AcceptedAnswer]  # JS key order; replaces the whole answer set
 
@@ -364,7 +368,14 @@ def check_answer_response(
 
 
 def check_mode(mode: object) -> ResultMode | AnswerProblem:
-    """Check A2 of spec §4.2: an answer's ``mode`` (``"submit"`` when absent)."""
+    """Check A2 of spec §4.2: an answer's ``mode`` (``"submit"`` when absent).
+
+    Args:
+        mode: The response's ``mode`` as decoded JSON.
+
+    Returns:
+        The mode, or the ``AnswerProblem`` (``invalid_mode``) the host would refuse it with.
+    """
     if mode == "submit" and isinstance(mode, str):
         return "submit"
     if mode == "elaborate" and isinstance(mode, str):
@@ -380,6 +391,13 @@ def check_question_answer(question: AskQuestion, entry: object) -> AcceptedAnswe
 
     For checking many answers to one form, build a ``FormIndex`` once and use
     ``check_answer_response``.
+
+    Args:
+        question: The question, as the ``started`` event carries it.
+        entry: Its answer, as decoded JSON.
+
+    Returns:
+        The accepted answer, or the first ``AnswerProblem`` (never raises).
     """
     return check_answer(question.id, entry, QuestionIndex(question))
 

@@ -111,7 +111,14 @@ class BackgroundQueue(Generic[T]):
         return self._open
 
     def enqueue(self, request_id: str, item: T, question_ids: list[str]) -> QueuedReceipt:
-        """Queue a validated call's form (behind every unfinished one)."""
+        """Queue a validated call's form (behind every unfinished one).
+
+        Args:
+            request_id: The call's request id (its tool call id); one seen before in this
+                session is not queued again.
+            item: What the host needs to open the form.
+            question_ids: The form's question ids, for the receipt.
+        """
         if request_id not in self._seen:
             self._seen.add(request_id)
             self._waiting.append((request_id, item))

@@ -8,15 +8,21 @@ from typing import Protocol
 __all__ = ["EventBus", "Handler", "LocalEventBus", "Unsubscribe"]
 
 Handler = Callable[[object], None]
+"""Called with each payload emitted on its channel."""
 Unsubscribe = Callable[[], None]
+"""Removes the subscription that returned it."""
 
 
 class EventBus(Protocol):
     """What the host and the in-process transport need of a bus (the shape of ``pi.events``)."""
 
-    def emit(self, channel: str, data: object) -> None: ...
+    def emit(self, channel: str, data: object) -> None:
+        """Deliver ``data`` to every handler of ``channel``."""
+        ...
 
-    def on(self, channel: str, handler: Handler) -> Unsubscribe: ...
+    def on(self, channel: str, handler: Handler) -> Unsubscribe:
+        """Subscribe ``handler`` to ``channel``; call the result to unsubscribe."""
+        ...
 
 
 class LocalEventBus:
@@ -36,6 +42,8 @@ class LocalEventBus:
         self._subscriptions: dict[str, tuple[tuple[object, Handler], ...]] = {}
 
     def emit(self, channel: str, data: object) -> None:
+        """Run every handler of ``channel`` with ``data``, now, in subscription order. Never
+        raises: a handler's exception is logged (logger ``pi_ask_core.bus``)."""
         for _, handler in self._subscriptions.get(channel, ()):
             try:
                 handler(data)
@@ -43,6 +51,8 @@ class LocalEventBus:
                 _log_handler_error(channel, handler)
 
     def on(self, channel: str, handler: Handler) -> Unsubscribe:
+        """Subscribe ``handler`` to ``channel`` (the same handler twice is two subscriptions);
+        the result removes exactly this one."""
         token = object()
         self._subscriptions[channel] = (*self._subscriptions.get(channel, ()), (token, handler))
 

@@ -457,8 +457,15 @@ def parse_form(
 ) -> Form:
     """Validate and normalize ask_user input (a dict as decoded from JSON, or ``AskParams``).
 
-    Raises ``InvalidForm``: ``kind="schema_error"`` for wrong JSON types, else
-    ``kind="invalid_input"`` with every §2.3 issue (or preview-file issue) and the tool result.
+    Args:
+        params: The ``ask_user`` input.
+        present_single_as_multi: Present single-choice questions as multi (the host option).
+        cwd: Where relative ``previewFile`` paths are read from.
+
+    Raises:
+        InvalidForm: ``kind="schema_error"`` for wrong JSON types, else
+            ``kind="invalid_input"`` with every §2.3 issue (or preview-file issue) and the
+            tool result.
     """
     return parse_form_indexed(params, present_single_as_multi=present_single_as_multi, cwd=cwd)[0]
 

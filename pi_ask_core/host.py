@@ -48,6 +48,7 @@ Scheduler = Callable[[Callable[[], None]], object]
 Clock = Callable[[], int]
 """Milliseconds since the Unix epoch."""
 FlowState = Literal["open", "completed", "disposed"]
+"""A flow's state: open, completed (``completed`` emitted) or disposed (ended without it)."""
 
 _BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
 _ENCODER = msgspec.json.Encoder()
@@ -169,18 +170,22 @@ class FlowHandle:
 
     @property
     def title(self) -> str | None:
+        """The form's title, or ``None``."""
         return None if self.form.title is UNSET else self.form.title
 
     @property
     def questions(self) -> tuple[AskQuestion, ...]:
+        """The form's questions, normalized as the ``started`` event carries them."""
         return self.form.questions
 
     @property
     def state(self) -> FlowState:
+        """``"open"``, ``"completed"`` or ``"disposed"``."""
         return self._state
 
     @property
     def is_open(self) -> bool:
+        """Whether the flow is still open."""
         return self._state == "open"
 
     @property
@@ -234,6 +239,16 @@ class FlowHandle:
         ``response`` is a ``RemoteAskResponse`` (dict or Struct) checked by the same rules as a
         remote submit. Raises ``SubmitRefused`` (the flow stays open) when it is invalid or the
         flow is no longer open.
+
+        Args:
+            response: ``{"kind": "answer", ...}`` or ``{"kind": "cancel"}``, or its Struct.
+
+        Returns:
+            The result the tool call returns.
+
+        Raises:
+            SubmitRefused: The response is invalid (``error`` is the submit error code the host
+                would send), or the flow is not open (``flow_not_found``).
         """
         raw = msgspec.to_builtins(response) if isinstance(response, msgspec.Struct) else response
         try:
@@ -255,11 +270,23 @@ class FlowHandle:
         return self._finish(decision, verified=verified)
 
     def answer(self, answers: object, *, mode: ResultMode = "submit") -> AskResult:
-        """``complete`` with an answer response: ``answers`` maps question ids to answers."""
+        """``complete`` with an answer response: ``answers`` maps question ids to answers.
+
+        Args:
+            answers: The ``answers`` object of a submit's response.
+            mode: ``"submit"`` or ``"elaborate"``.
+
+        Raises:
+            SubmitRefused: As for ``complete``.
+        """
         return self.complete({"kind": "answer", "mode": mode, "answers": answers})
 
     def cancel(self) -> AskResult:
-        """Cancel locally (the user pressed Escape); emits ``completed`` with ``cancelled``."""
+        """Cancel locally (the user pressed Escape); emits ``completed`` with ``cancelled``.
+
+        Raises:
+            SubmitRefused: The flow is not open (``flow_not_found``).
+        """
         if self._state != "open":
             raise SubmitRefused("flow_not_found", f'Flow "{self.flow_id}" is {self._state}.')
         return self._finish(None, verified=self._local_verified)
@@ -268,7 +295,10 @@ class FlowHandle:
         """Replace the answers typed in the host's own UI (not a completion).
 
         ``answers`` is an ``answers`` object as in a submit. They are what a cancel reports
-        (spec §4.3, example L6). Raises ``SubmitRefused`` when invalid.
+        (spec §4.3, example L6).
+
+        Raises:
+            SubmitRefused: ``answers`` breaks a rule (``invalid_answer``).
         """
         try:
             answers, verified = _clean_json(answers)
@@ -354,6 +384,15 @@ class FlowHost:
     A flow whose id a later flow took over (spec §3.6, example L5) stays open but is reachable
     only through its handle: the host holds it weakly, so it lives as long as the caller keeps
     the handle, and ``close()`` disposes it if it is still alive.
+
+    Args:
+        bus: The event bus to listen and emit on (``LocalEventBus``, or Pi's ``pi.events``).
+        present_single_as_multi: Present single-choice questions as multi (the host option
+            that makes ``type`` and ``requestedType`` differ).
+        cwd: Where relative ``previewFile`` paths are read from.
+        schedule: Defers the ``started`` event (``loop.call_soon``); ``None`` emits it in
+            ``start``.
+        clock: Epoch milliseconds, for ``createdAt`` and ``completedAt``.
     """
 
     def __init__(
@@ -381,10 +420,12 @@ class FlowHost:
 
     @property
     def bus(self) -> EventBus:
+        """The bus the host listens and emits on."""
         return self._bus
 
     @property
     def is_closed(self) -> bool:
+        """Whether ``close()`` was called."""
         return self._unsubscribe is None
 
     @property
@@ -393,6 +434,7 @@ class FlowHost:
         return tuple(self._active.values())
 
     def get(self, flow_id: str) -> FlowHandle | None:
+        """The open flow with this id, or ``None``."""
         return self._active.get(flow_id)
 
     def start(
@@ -402,6 +444,15 @@ class FlowHost:
 
         The flow is registered before ``started`` is emitted, so a submit made from inside a
         ``started`` handler is processed.
+
+        Args:
+            params: The ``ask_user`` input: a dict as decoded from JSON, or an ``AskParams``.
+            tool_call_id: The tool call's id; the flow id is then ``tool:<id>`` (else random).
+            source: ``"tool"``, or ``"ask:resume"`` for a form reopened to resume.
+
+        Raises:
+            InvalidForm: The input breaks the ``ask_user`` rules (``issues`` lists each).
+            HostClosed: The host was closed.
         """
         if self._unsubscribe is None:
             raise HostClosed("this FlowHost was closed (session shutdown); open a new one")

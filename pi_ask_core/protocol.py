@@ -69,11 +69,16 @@ __all__ = [
 ]
 
 PROTOCOL_VERSION: Final = 1
+"""The ``version`` every payload carries."""
 
 STARTED: Final = "pi-agent-ask:started"
+"""The channel of ``StartedEvent``: the host opened a form."""
 COMPLETED: Final = "pi-agent-ask:completed"
+"""The channel of ``CompletedEvent``: a form ended with a result."""
 SUBMIT: Final = "pi-agent-ask:submit"
+"""The channel of ``SubmitEvent``: a bridge answers or cancels a form."""
 SUBMIT_RESULT: Final = "pi-agent-ask:submit-result"
+"""The channel of ``SubmitAck | SubmitRejection``: the host's verdict on a submit."""
 
 Channel = Literal[
     "pi-agent-ask:started",
@@ -81,16 +86,24 @@ Channel = Literal[
     "pi-agent-ask:submit",
     "pi-agent-ask:submit-result",
 ]
+"""One of the four channels."""
 CHANNELS: Final[tuple[Channel, ...]] = (STARTED, COMPLETED, SUBMIT, SUBMIT_RESULT)
+"""The four channels, in the order above."""
 # The pre-1.2.7 names. Never listened on nor emitted to (spec §1.2); kept to recognise them.
 LEGACY_CHANNEL_PREFIX: Final = "@eko24ive/pi-ask:"
 
 QuestionType = Literal["single", "multi", "preview"]
+"""How a question is answered: ``multi`` takes several values, the others at most one."""
 FlowSource = Literal["tool", "ask:resume"]
+"""What opened a flow: the ``ask_user`` tool, or a resumed form."""
 ResultMode = Literal["submit", "elaborate"]
+"""``submit`` answers; ``elaborate`` asks the agent to clarify first."""
 SubmitErrorCode = Literal["flow_not_found", "invalid_request", "invalid_answer"]
+"""Why the host refused a submit (spec §4): branch on it, never on the message."""
 QuestionStatus = Literal["answered", "needs_clarification", "unanswered"]
+"""A question's state in a continuation payload."""
 NextAction = Literal["clarify", "clarify_then_reask"]
+"""What an elaboration payload asks the agent to do next."""
 
 
 class WireRole:
@@ -120,6 +133,8 @@ LabelStr = Annotated[str, WireRole("Label")]
 
 
 class AskOption(WireStruct, frozen=True, kw_only=True):
+    """One option of a ``started`` question, normalized (spec §1.4, §2.4)."""
+
     value: OptionValueStr
     label: LabelStr
     description: str | UnsetType = UNSET
@@ -129,6 +144,11 @@ class AskOption(WireStruct, frozen=True, kw_only=True):
 
 
 class AskQuestion(WireStruct, frozen=True, kw_only=True):
+    """One question of a ``started`` form, normalized (spec §1.4, §2.4).
+
+    ``type`` drives answer validation; ``required`` is advisory only, never enforced.
+    """
+
     id: str
     label: LabelStr
     prompt: str
@@ -145,6 +165,8 @@ class AskQuestion(WireStruct, frozen=True, kw_only=True):
 
 
 class StartedEvent(WireStruct, frozen=True, kw_only=True):
+    """The ``pi-agent-ask:started`` payload: the host opened a form."""
+
     version: Literal[1] = 1
     flow_id: str
     tool_call_id: str | UnsetType = UNSET
@@ -158,6 +180,8 @@ class StartedEvent(WireStruct, frozen=True, kw_only=True):
 
 
 class AskQuestionSummary(WireStruct, frozen=True, kw_only=True):
+    """A question as a result lists it."""
+
     id: str
     label: LabelStr
     prompt: str
@@ -166,6 +190,8 @@ class AskQuestionSummary(WireStruct, frozen=True, kw_only=True):
 
 
 class AskResultAnswer(WireStruct, frozen=True, kw_only=True):
+    """One question's answer in a result: values, labels, indices, custom text, notes."""
+
     values: list[str]  # the selected option values, then the custom text if any (not a value)
     labels: list[LabelStr]
     indices: list[int]
@@ -175,6 +201,8 @@ class AskResultAnswer(WireStruct, frozen=True, kw_only=True):
 
 
 class ContextOption(WireStruct, frozen=True, kw_only=True):
+    """An option as an elaboration item shows it to the agent."""
+
     value: OptionValueStr
     label: LabelStr
     description: str | UnsetType = UNSET
@@ -183,6 +211,8 @@ class ContextOption(WireStruct, frozen=True, kw_only=True):
 
 
 class ElaborationQuestionContext(WireStruct, frozen=True, kw_only=True):
+    """A question as an elaboration item shows it to the agent."""
+
     id: str
     label: LabelStr
     prompt: str
@@ -192,18 +222,25 @@ class ElaborationQuestionContext(WireStruct, frozen=True, kw_only=True):
 
 
 class QuestionTarget(WireStruct, frozen=True, kw_only=True, tag_field="kind", tag="question"):
+    """An elaboration item about a whole question."""
+
     if TYPE_CHECKING:
         # Without fields, type checkers fall back to Struct's ``*args: Any`` constructor.
         def __init__(self) -> None: ...
 
 
 class OptionTarget(WireStruct, frozen=True, kw_only=True, tag_field="kind", tag="option"):
+    """An elaboration item about one option (``option_value``)."""
+
     option_value: OptionValueStr
 
 
 class ElaborationItem(WireStruct, frozen=True, kw_only=True):
-    """One clarification item. ``target`` decides the kind: an option item also has ``option``
-    and ``selected``; a question item has neither (so the key order matches the reference)."""
+    """One clarification item, about a question or one of its options (``target``).
+
+    An option item also has ``option`` and ``selected``; a question item has neither (so the
+    key order matches the reference).
+    """
 
     target: QuestionTarget | OptionTarget
     question: ElaborationQuestionContext
@@ -215,16 +252,22 @@ class ElaborationItem(WireStruct, frozen=True, kw_only=True):
 
 
 class AskElaborationPayload(WireStruct, frozen=True, kw_only=True):
+    """What an ``elaborate`` result asks the agent to clarify."""
+
     instruction: str
     next_action: NextAction = "clarify_then_reask"
     items: list[ElaborationItem]
 
 
 class QuestionState(WireStruct, frozen=True, kw_only=True):
+    """A question's status in a continuation payload."""
+
     status: QuestionStatus
 
 
 class AskContinuationPayload(WireStruct, frozen=True, kw_only=True):
+    """How an ``elaborate`` result continues: the questions affected and the answers kept."""
+
     affected_question_ids: list[str]
     preserved_answers: dict[str, AskResultAnswer]
     question_states: dict[str, QuestionState]
@@ -232,6 +275,8 @@ class AskContinuationPayload(WireStruct, frozen=True, kw_only=True):
 
 
 class AskResult(WireStruct, frozen=True, kw_only=True):
+    """What the ``ask_user`` tool returns, and what ``completed`` carries."""
+
     title: str | UnsetType = UNSET
     cancelled: bool
     mode: ResultMode
@@ -242,6 +287,8 @@ class AskResult(WireStruct, frozen=True, kw_only=True):
 
 
 class CompletedEvent(WireStruct, frozen=True, kw_only=True):
+    """The ``pi-agent-ask:completed`` payload: a form ended with ``result``."""
+
     version: Literal[1] = 1
     flow_id: str
     tool_call_id: str | UnsetType = UNSET
@@ -254,11 +301,15 @@ class CompletedEvent(WireStruct, frozen=True, kw_only=True):
 
 
 class Issue(WireStruct, frozen=True, kw_only=True):
+    """One problem with ``ask_user`` input: where (``path``) and what."""
+
     path: str
     message: str
 
 
 class InvalidInputError(WireStruct, frozen=True, kw_only=True):
+    """The ``error`` of an ``InvalidInputResult``: every issue found."""
+
     kind: Literal["invalid_input"] = "invalid_input"
     issues: list[Issue]
 
@@ -278,6 +329,8 @@ class InvalidInputResult(WireStruct, frozen=True, kw_only=True):
 
 
 class RemoteAnswer(WireStruct, frozen=True, kw_only=True):
+    """One question's answer in a submit: option values, custom text, notes."""
+
     values: list[OptionValueStr] | UnsetType = UNSET
     custom_text: str | UnsetType = UNSET
     note: str | UnsetType = UNSET
@@ -285,20 +338,27 @@ class RemoteAnswer(WireStruct, frozen=True, kw_only=True):
 
 
 class AnswerResponse(WireStruct, frozen=True, kw_only=True, tag_field="kind", tag="answer"):
+    """A submit's ``response`` that answers (``kind: "answer"``)."""
+
     mode: ResultMode | UnsetType = UNSET
     answers: dict[str, RemoteAnswer]
 
 
 class CancelResponse(WireStruct, frozen=True, kw_only=True, tag_field="kind", tag="cancel"):
+    """A submit's ``response`` that cancels (``kind: "cancel"``)."""
+
     if TYPE_CHECKING:
         # Without fields, type checkers fall back to Struct's ``*args: Any`` constructor.
         def __init__(self) -> None: ...
 
 
 RemoteResponse = AnswerResponse | CancelResponse
+"""A submit's ``response``, tagged by ``kind``."""
 
 
 class SubmitEvent(WireStruct, frozen=True, kw_only=True):
+    """The ``pi-agent-ask:submit`` payload a bridge emits to answer or cancel a flow."""
+
     version: Literal[1] = 1
     request_id: str
     flow_id: str
@@ -311,6 +371,8 @@ class SubmitEvent(WireStruct, frozen=True, kw_only=True):
 
 
 class SubmitAck(WireStruct, frozen=True, kw_only=True):
+    """The ``submit-result`` of an accepted submit (``ok: true``)."""
+
     version: Literal[1] = 1
     request_id: str
     flow_id: str
@@ -318,6 +380,8 @@ class SubmitAck(WireStruct, frozen=True, kw_only=True):
 
 
 class SubmitRejection(WireStruct, frozen=True, kw_only=True):
+    """The ``submit-result`` of a refused submit (``ok: false``): a code, and text for people."""
+
     version: Literal[1] = 1
     request_id: str
     flow_id: str
@@ -327,13 +391,16 @@ class SubmitRejection(WireStruct, frozen=True, kw_only=True):
 
 
 SubmitResultEvent = SubmitAck | SubmitRejection
+"""The ``pi-agent-ask:submit-result`` payload (``submit_result_from_builtins`` decodes it)."""
 
 
 def submit_result_from_builtins(data: object) -> SubmitResultEvent:
     """Decode a ``submit-result`` payload (decoded JSON) into ``SubmitAck | SubmitRejection``.
 
-    Raises ``msgspec.ValidationError`` naming the offending field when it fits neither shape.
     Unknown extra keys (such as the reference's leaked ``state``) are ignored.
+
+    Raises:
+        msgspec.ValidationError: ``data`` fits neither shape (the message names the field).
     """
     ok = data.get("ok") if isinstance(data, dict) else None
     if ok is True:
@@ -347,6 +414,8 @@ def submit_result_from_builtins(data: object) -> SubmitResultEvent:
 
 
 class AskParamsOption(WireStruct, frozen=True, kw_only=True):
+    """One option of ``ask_user`` input, as the agent gives it."""
+
     value: str
     label: str | UnsetType = UNSET
     description: str | UnsetType = UNSET
@@ -356,6 +425,8 @@ class AskParamsOption(WireStruct, frozen=True, kw_only=True):
 
 
 class AskParamsQuestion(WireStruct, frozen=True, kw_only=True):
+    """One question of ``ask_user`` input, as the agent gives it."""
+
     id: str
     label: str | UnsetType = UNSET
     prompt: str

@@ -185,6 +185,12 @@ def build_result(
     """§5: the result of a form given its accepted answer set (in its key order).
 
     A cancelled result always uses submit rules (§5.6) whatever ``mode`` says.
+
+    Args:
+        form: The validated form.
+        answers: The accepted answers by question id, in the order the result lists them.
+        mode: ``"submit"`` or ``"elaborate"``.
+        cancelled: Whether the flow was cancelled.
     """
     summaries = [summarize_question(question) for question in form.questions]
     serialized = {qid: serialize_answer(answer) for qid, answer in answers.items()}

@@ -24,6 +24,7 @@ class Label:
 
 
 class AskOption(TypedDict):
+    """One option of a ``started`` question, normalized (spec §1.4, §2.4)."""
     value: OptionValue
     label: Label
     description: NotRequired[str]
@@ -32,6 +33,7 @@ class AskOption(TypedDict):
     recommended: NotRequired[bool]
 
 class AskQuestion(TypedDict):
+    """One question of a ``started`` form, normalized (spec §1.4, §2.4)."""
     id: str
     label: Label
     prompt: str
@@ -42,6 +44,7 @@ class AskQuestion(TypedDict):
     options: list[AskOption]
 
 class StartedEvent(TypedDict):
+    """The ``pi-agent-ask:started`` payload: the host opened a form."""
     version: Literal[1]
     flowId: str
     toolCallId: NotRequired[str]
@@ -51,6 +54,7 @@ class StartedEvent(TypedDict):
     createdAt: int | float
 
 class AskQuestionSummary(TypedDict):
+    """A question as a result lists it."""
     id: str
     label: Label
     prompt: str
@@ -58,6 +62,7 @@ class AskQuestionSummary(TypedDict):
     presentedType: NotRequired[Literal['single', 'multi', 'preview']]
 
 class AskResultAnswer(TypedDict):
+    """One question's answer in a result: values, labels, indices, custom text, notes."""
     values: list[str]
     labels: list[Label]
     indices: list[int]
@@ -66,6 +71,7 @@ class AskResultAnswer(TypedDict):
     optionNotes: NotRequired[dict[OptionValue, str]]
 
 class ContextOption(TypedDict):
+    """An option as an elaboration item shows it to the agent."""
     value: OptionValue
     label: Label
     description: NotRequired[str]
@@ -73,6 +79,7 @@ class ContextOption(TypedDict):
     recommended: NotRequired[bool]
 
 class ElaborationQuestionContext(TypedDict):
+    """A question as an elaboration item shows it to the agent."""
     id: str
     label: Label
     prompt: str
@@ -81,14 +88,16 @@ class ElaborationQuestionContext(TypedDict):
     options: list[ContextOption]
 
 class QuestionTarget(TypedDict):
+    """An elaboration item about a whole question."""
     kind: Literal['question']
 
 class OptionTarget(TypedDict):
+    """An elaboration item about one option (``option_value``)."""
     kind: Literal['option']
     optionValue: OptionValue
 
 class ElaborationItem(TypedDict):
-    """One clarification item. ``target`` decides the kind: an option item also has ``option``"""
+    """One clarification item, about a question or one of its options (``target``)."""
     target: QuestionTarget | OptionTarget
     question: ElaborationQuestionContext
     option: NotRequired[ContextOption]
@@ -98,20 +107,24 @@ class ElaborationItem(TypedDict):
     note: str
 
 class AskElaborationPayload(TypedDict):
+    """What an ``elaborate`` result asks the agent to clarify."""
     instruction: str
     nextAction: Literal['clarify', 'clarify_then_reask']
     items: list[ElaborationItem]
 
 class QuestionState(TypedDict):
+    """A question's status in a continuation payload."""
     status: Literal['answered', 'needs_clarification', 'unanswered']
 
 class AskContinuationPayload(TypedDict):
+    """How an ``elaborate`` result continues: the questions affected and the answers kept."""
     affectedQuestionIds: list[str]
     preservedAnswers: dict[str, AskResultAnswer]
     questionStates: dict[str, QuestionState]
     strategy: Literal['refine_only', 'resume']
 
 class AskResult(TypedDict):
+    """What the ``ask_user`` tool returns, and what ``completed`` carries."""
     title: NotRequired[str]
     cancelled: bool
     mode: Literal['submit', 'elaborate']
@@ -121,6 +134,7 @@ class AskResult(TypedDict):
     elaboration: NotRequired[AskElaborationPayload]
 
 class CompletedEvent(TypedDict):
+    """The ``pi-agent-ask:completed`` payload: a form ended with ``result``."""
     version: Literal[1]
     flowId: str
     toolCallId: NotRequired[str]
@@ -129,10 +143,12 @@ class CompletedEvent(TypedDict):
     completedAt: int | float
 
 class Issue(TypedDict):
+    """One problem with ``ask_user`` input: where (``path``) and what."""
     path: str
     message: str
 
 class InvalidInputError(TypedDict):
+    """The ``error`` of an ``InvalidInputResult``: every issue found."""
     kind: Literal['invalid_input']
     issues: list[Issue]
 
@@ -146,32 +162,38 @@ class InvalidInputResult(TypedDict):
     error: InvalidInputError
 
 class RemoteAnswer(TypedDict):
+    """One question's answer in a submit: option values, custom text, notes."""
     values: NotRequired[list[OptionValue]]
     customText: NotRequired[str]
     note: NotRequired[str]
     optionNotes: NotRequired[dict[OptionValue, str]]
 
 class AnswerResponse(TypedDict):
+    """A submit's ``response`` that answers (``kind: "answer"``)."""
     kind: Literal['answer']
     mode: NotRequired[Literal['submit', 'elaborate']]
     answers: dict[str, RemoteAnswer]
 
 class CancelResponse(TypedDict):
+    """A submit's ``response`` that cancels (``kind: "cancel"``)."""
     kind: Literal['cancel']
 
 class SubmitEvent(TypedDict):
+    """The ``pi-agent-ask:submit`` payload a bridge emits to answer or cancel a flow."""
     version: Literal[1]
     requestId: str
     flowId: str
     response: AnswerResponse | CancelResponse
 
 class SubmitAck(TypedDict):
+    """The ``submit-result`` of an accepted submit (``ok: true``)."""
     version: Literal[1]
     requestId: str
     flowId: str
     ok: Literal[True]
 
 class SubmitRejection(TypedDict):
+    """The ``submit-result`` of a refused submit (``ok: false``): a code, and text for people."""
     version: Literal[1]
     requestId: str
     flowId: str
@@ -180,6 +202,7 @@ class SubmitRejection(TypedDict):
     message: str
 
 class AskParamsOption(TypedDict):
+    """One option of ``ask_user`` input, as the agent gives it."""
     value: str
     label: NotRequired[str]
     description: NotRequired[str]
@@ -188,6 +211,7 @@ class AskParamsOption(TypedDict):
     recommended: NotRequired[bool]
 
 class AskParamsQuestion(TypedDict):
+    """One question of ``ask_user`` input, as the agent gives it."""
     id: str
     label: NotRequired[str]
     prompt: str
