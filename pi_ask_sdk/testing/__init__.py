@@ -166,6 +166,13 @@ class FakeHost:
     """A Pi stand-in: opens forms, answers submits, lets its own user answer, ends sessions.
 
     ``record=False`` (or ``max_records``) keeps long runs from accumulating records.
+
+    Args:
+        order: Which of ``completed`` and ``submit-result`` an accepted remote submit emits
+            first: ``"completed_first"`` (the reference order) or ``"ack_first"``.
+        present_single_as_multi: Present single-choice questions as multi (the host option).
+        record: Record every payload on the four channels (``events``, ``recorded``...).
+        max_records: Keep only the latest this many records (``None``: all).
     """
 
     def __init__(
@@ -206,6 +213,7 @@ class FakeHost:
 
     @property
     def session_ended(self) -> bool:
+        """Whether the current session ended (``end_session`` and no ``new_session`` since)."""
         return self._host.is_closed
 
     def open(
@@ -216,10 +224,25 @@ class FakeHost:
         source: FlowSource = "tool",
     ) -> FlowHandle:
         """Open a form (``started`` is emitted before this returns). Input the host refuses
-        raises ``pi_ask_core.InvalidForm``; to try untyped input, use ``fake.host.start``."""
+        raises ``pi_ask_core.InvalidForm``; to try untyped input, use ``fake.host.start``.
+
+        Args:
+            params: The ``ask_user`` input (``yes_no_params`` makes a small one).
+            tool_call_id: The tool call's id; the flow id is then ``tool:<id>``.
+            source: ``"tool"``, or ``"ask:resume"`` for a form reopened to resume.
+
+        Raises:
+            InvalidForm: The host refuses the input.
+            HostClosed: The session ended (``new_session`` starts another).
+        """
         return self._host.start(params, tool_call_id=tool_call_id, source=source)
 
     def flow(self, flow_id: str) -> FlowHandle:
+        """The open flow with this id.
+
+        Raises:
+            KeyError: No flow with that id is open.
+        """
         handle = self._host.get(flow_id)
         if handle is None:
             raise InvalidArgument("FakeHost.flow", "flow_id", "the id of an open flow", flow_id)
@@ -228,7 +251,17 @@ class FakeHost:
     def answer(self, flow: FlowHandle | str, response: Response[F]) -> AskResult:
         """The host's own user answers (or cancels) locally; emits ``completed``. A response,
         or a piece of one, taken from another flow raises ``FlowMismatch``;
-        ``FlowHandle.complete`` takes a raw response instead."""
+        ``FlowHandle.complete`` takes a raw response instead.
+
+        Args:
+            flow: The flow (its handle, or its flow id).
+            response: An ``Answer`` built from the flow's view, or a ``Cancel``.
+
+        Raises:
+            FlowMismatch: ``response``, or a piece of it, belongs to another flow.
+            SubmitRefused: The host refuses the response, or the flow is not open.
+            KeyError: No flow with that id is open.
+        """
         handle = self.flow(flow) if isinstance(flow, str) else flow
         if not isinstance(response, (Answer, Cancel)):
             raise InvalidArgument(
@@ -301,6 +334,7 @@ class FakeHost:
 
     @property
     def events(self) -> tuple[RecordedEvent, ...]:
+        """Every recorded payload, on any channel, oldest first."""
         return tuple(self._records)
 
     def recorded(self, channel: str) -> list[JsonValue]:
@@ -332,6 +366,7 @@ class FakeHost:
         return cast("list[CompletedJSON]", self._wellformed(COMPLETED))
 
     def clear_records(self) -> None:
+        """Forget every record so far."""
         self._records.clear()
 
 
@@ -354,6 +389,9 @@ class ScriptedTransport:
 
     Sent submits are kept in ``sent``; ``on_send`` (if set) runs inside ``send`` and may
     deliver acknowledgements synchronously, as an in-process host does.
+
+    Args:
+        on_send: Called with the transport and each submit, inside ``send``.
     """
 
     def __init__(
@@ -365,9 +403,15 @@ class ScriptedTransport:
         self.closed = False
 
     async def open(self, listener: TransportListener) -> None:
+        """Start delivering to ``listener`` (nothing is replayed)."""
         self._listener = listener
 
     async def send(self, payload: SubmitEvent) -> None:
+        """Keep ``payload`` in ``sent`` and run ``on_send``.
+
+        Raises:
+            ConnectionLost: The transport is not open.
+        """
         if self._listener is None:
             raise ConnectionLost("disconnected", "the scripted transport is not open")
         self.sent.append(payload)
@@ -375,15 +419,31 @@ class ScriptedTransport:
             self.on_send(self, payload)
 
     async def close(self) -> None:
+        """Stop delivering; ``closed`` is then true."""
         self._listener = None
         self.closed = True
 
     def deliver(self, channel: str, data: object, *, replay: bool = False) -> None:
+        """Deliver any payload to the client, as the host would.
+
+        Args:
+            channel: The channel it arrives on.
+            data: The payload (JSON text, decoded JSON or a wire Struct), well-formed or not.
+            replay: Mark a ``started`` as a replayed form.
+
+        Raises:
+            RuntimeError: The transport is not open.
+        """
         if self._listener is None:
             raise InvalidUse("deliver", "ScriptedTransport is not open")
         self._listener.message(channel, data, replay=replay)
 
     def end(self, reason: EndReason = "session_ended") -> None:
+        """Tell the client the session ended, or (``"disconnected"``) the connection is gone.
+
+        Raises:
+            RuntimeError: The transport is not open.
+        """
         if self._listener is None:
             raise InvalidUse("end", "ScriptedTransport is not open")
         self._listener.ended(reason)

@@ -73,6 +73,8 @@ _REAL_PI = "pi_ask_real_pi"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    """Add ``--pi-ask-real-pi``, ``--pi-ask-pi-flavour``, ``--pi-ask-host`` and the
+    ``pi_ask_real_pi`` ini option."""
     group = parser.getgroup("pi-ask", "pi-ask-sdk: tests against a real Pi")
     group.addoption(
         "--pi-ask-real-pi",
@@ -95,12 +97,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    """Register the ``pi_ask_real_pi`` marker."""
     config.addinivalue_line(
         "markers", f"{_REAL_PI}: uses a real Pi (off unless --pi-ask-real-pi or PI_ASK_REAL_PI=1)"
     )
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:
+    """With a real Pi enabled: a line saying that it runs headless."""
     if not _real_pi_enabled(config):
         return None
     return (
@@ -111,6 +115,7 @@ def pytest_report_header(config: pytest.Config) -> str | None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test that uses the ``pi_ask_real_pi`` fixture with its marker."""
     for item in items:
         if _REAL_PI in getattr(item, "fixturenames", ()):
             item.add_marker(_REAL_PI)
@@ -184,6 +189,7 @@ def pi_ask_order() -> AckOrder:
 
 @pytest.fixture
 def pi_ask_host(pi_ask_order: AckOrder) -> Iterator[FakeHost]:
+    """A fresh ``FakeHost`` with ``pi_ask_order``; its session is ended after the test."""
     host = FakeHost(order=pi_ask_order)
     yield host
     if not host.session_ended:
@@ -192,10 +198,12 @@ def pi_ask_host(pi_ask_order: AckOrder) -> Iterator[FakeHost]:
 
 @pytest.fixture
 def pi_ask_client(pi_ask_host: FakeHost) -> BridgeClient:
+    """A ``BridgeClient`` on ``pi_ask_host``, not yet opened: ``async with`` it in the test."""
     return pi_ask_host.client()
 
 
 @pytest.fixture
 def pi_ask_sync_client(pi_ask_host: FakeHost) -> Iterator[SyncBridgeClient]:
+    """A started ``SyncBridgeClient`` on ``pi_ask_host``, closed after the test."""
     with pi_ask_host.sync_client() as client:
         yield client

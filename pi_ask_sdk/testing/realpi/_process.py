@@ -53,6 +53,7 @@ class RelayOptions(TypedDict, total=False):
 
 
 def make_private_dir(path: Path, mode: int = 0o700) -> Path:
+    """Create ``path`` (and its parents) if needed, set its mode (owner only), return it."""
     path.mkdir(parents=True, exist_ok=True)
     path.chmod(mode)
     return path
@@ -80,6 +81,23 @@ class PiProcess:
     ``StandinThread``; one of its own when not given), and the scripted model
     ``pi-ask-faux/scripted``. With ``host_extension`` (a ``pi-agent-ask`` checkout or file) that
     extension is the host instead; forms then open through the scripted model's tool calls.
+
+    Waits are bounded (``WAIT`` seconds by default) and raise ``PiFailed`` at their deadline,
+    naming what was awaited and the tail of Pi's stderr.
+
+    Args:
+        env: The installed Pi to run (``install_pi()`` or ``locate_pi()``).
+        workdir: A private directory for Pi's home, agent directory, temp and relay directory.
+        shared_tmp: The temp directory (``TMPDIR``), when shared with other processes.
+        relay_dir: The relay directory (default: ``workdir/relay``).
+        relay: Load the relay extension.
+        test_host: Load the stand-in host and the scripted model.
+        host_extension: Load this ``pi-agent-ask`` extension as the host instead.
+        standin: The stand-in server to use (default: one of its own).
+        present_single_as_multi: The stand-in's host option.
+        extra_env: More environment variables for Pi.
+        extra_args: More command-line arguments for Pi.
+        installed_packages: Load the packages ``pi install`` put in the agent directory.
     """
 
     def __init__(
@@ -130,6 +148,7 @@ class PiProcess:
     # --- lifecycle ---
 
     def command_line(self) -> list[str]:
+        """The command that starts Pi (node, Pi's CLI and its flags)."""
         args = [self.env.node, self.env.pi_cli, "--mode", "rpc", "--no-session"]
         if not self.installed_packages:  # else: what `pi install` put in its agent directory
             args.append("--no-extensions")
@@ -142,6 +161,7 @@ class PiProcess:
         return args + self.extra_args
 
     def environment(self) -> dict[str, str]:
+        """Pi's environment: this one without ``PI_*``/``XDG_*``, isolated and offline."""
         env = {
             key: value
             for key, value in os.environ.items()
@@ -187,6 +207,11 @@ class PiProcess:
             )
 
     def start(self) -> Self:
+        """Start Pi (and the stand-in server, when it runs one of its own).
+
+        Raises:
+            PiFailed: Pi's process could not start.
+        """
         if self.test_host and self.host_extension is None and self.standin is None:
             self._own_standin = StandinThread(present_single_as_multi=self._present_single_as_multi)
             self.standin = self._own_standin.start()
@@ -221,14 +246,17 @@ class PiProcess:
 
     @property
     def pid(self) -> int:
+        """Pi's process id (once started)."""
         assert self.proc is not None
         return self.proc.pid
 
     @property
     def socket_path(self) -> Path:
+        """Where Pi's relay listens: ``<relay_dir>/pi-<pid>.sock``."""
         return self.relay_dir / f"pi-{self.pid}.sock"
 
     def alive(self) -> bool:
+        """Whether Pi's process is running."""
         return self.proc is not None and self.proc.poll() is None
 
     def stop(self, timeout: float = 5.0) -> int | None:
@@ -262,6 +290,7 @@ class PiProcess:
             own.stop()
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
+        """Send ``sig`` to Pi (``stop()`` still cleans up after it)."""
         assert self.proc is not None
         self.proc.send_signal(sig)
 
@@ -305,6 +334,7 @@ class PiProcess:
                 self.stderr_lines.append(raw.decode("utf-8", "replace").rstrip("\n"))
 
     def stderr_tail(self, lines: int = 20) -> str:
+        """The last ``lines`` lines Pi wrote to stderr."""
         with self._cond:
             return "\n".join(self.stderr_lines[-lines:])
 
@@ -329,12 +359,14 @@ class PiProcess:
         raise PiFailed(f"Pi {why}; stderr:\n{self.stderr_tail()}")
 
     def mark(self) -> int:
+        """How many records were read so far: pass it as ``since`` to wait for later ones."""
         with self._cond:
             return len(self.records)
 
     # --- writing ---
 
     def send(self, message: Mapping[str, object]) -> None:
+        """Write one RPC command to Pi's stdin (no wait; ``request`` waits for the response)."""
         proc = self.proc
         assert proc is not None
         assert proc.stdin is not None
@@ -342,7 +374,11 @@ class PiProcess:
         proc.stdin.flush()
 
     def request(self, command: Mapping[str, object], *, timeout: float = WAIT) -> PiRecord:
-        """Send an RPC command and wait for its ``response`` record."""
+        """Send an RPC command and wait for its ``response`` record.
+
+        Raises:
+            PiFailed: Pi refused the command, or did not respond within ``timeout``.
+        """
         with self._lock:
             self._ids += 1
             rid = f"h{self._ids}"
@@ -358,6 +394,11 @@ class PiProcess:
         return response
 
     def prompt(self, message: str, *, timeout: float = WAIT) -> PiRecord:
+        """Send ``message`` as a prompt (or a ``/command``) and wait for Pi's response record.
+
+        Raises:
+            PiFailed: Pi refused it, or did not respond within ``timeout``.
+        """
         return self.request({"type": "prompt", "message": message}, timeout=timeout)
 
     def wait_idle(self, *, timeout: float = WAIT) -> None:
@@ -495,15 +536,20 @@ class PiProcess:
         return self.test_command("complete", spec)
 
     def cancel_form(self, flow_id: str) -> bool:
+        """Cancel the form as the host's own user would (stand-in host only); whether it was
+        open."""
         return bool(self.test_command("cancel", flow_id).get("ok"))
 
     def dispose_form(self, flow_id: str) -> bool:
+        """Dispose the form without ``completed`` (stand-in host only); whether it was open."""
         return bool(self.test_command("dispose", flow_id).get("ok"))
 
     def open_flow_ids(self) -> list[FlowId]:
+        """The flow ids of the forms open now (stand-in host only)."""
         return [FlowId(i) for i in self.test_command("list", "").get("flowIds", [])]
 
     def new_session(self, *, timeout: float = WAIT) -> PiRecord:
+        """Start a new Pi session (RPC ``new_session``): open forms go with the old one."""
         return self.request({"type": "new_session"}, timeout=timeout)
 
     # --- results and clients ---

@@ -32,6 +32,8 @@ __all__ = [
 
 
 class ToolContent(TypedDict, total=False):
+    """One part of a tool result's ``content`` (``type`` ``"text"`` and its ``text``)."""
+
     type: str
     text: str
 
@@ -79,6 +81,8 @@ class PiRecord(TypedDict, total=False):
 
 
 class ReportIssue(TypedDict):
+    """One issue of a stand-in report (as in ``pi_ask_core.Issue``)."""
+
     path: str
     message: str
 

@@ -58,6 +58,7 @@ class PiTui(PiProcess):
         self._output = bytearray()
 
     def command_line(self) -> list[str]:
+        """Pi's command line for the TUI (``PiProcess``'s without ``--mode rpc``)."""
         args = super().command_line()
         at = args.index("--mode")
         return args[:at] + args[at + 2 :]
@@ -133,6 +134,7 @@ class PiTui(PiProcess):
         os.write(self._master, text.encode())
 
     def enter(self) -> None:
+        """Press Enter."""
         self.type("\r")
 
     def stop(self, timeout: float = 5.0) -> int | None:

@@ -57,6 +57,11 @@ class StandinServer:
 
     @property
     def path(self) -> Path:
+        """The socket's path.
+
+        Raises:
+            RuntimeError: The server is not started.
+        """
         if self._path is None:
             raise InvalidUse("read the path", "the stand-in server is not started")
         return self._path
@@ -66,6 +71,13 @@ class StandinServer:
         return {ENV_SOCKET: str(self.path)}
 
     async def start(self) -> StandinServer:
+        """Listen on the socket (``async with`` does it).
+
+        Raises:
+            StandinPathTooLong: The path is too long for a Unix socket.
+            StandinInUse: Another live server listens there.
+            StandinError: The socket cannot be made there (the OS's reason in the message).
+        """
         if self._requested is None:
             base = os.environ.get("XDG_RUNTIME_DIR") or None
             self._own_dir = Path(tempfile.mkdtemp(prefix="pi-ask-standin-", dir=base))
@@ -96,6 +108,7 @@ class StandinServer:
         return self
 
     async def close(self) -> None:
+        """Stop listening, end every session (their flows disposed) and remove the socket."""
         server, self._server = self._server, None
         if server is not None:
             server.close()

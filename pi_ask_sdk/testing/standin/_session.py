@@ -49,11 +49,17 @@ class SessionOwner(Protocol):
     and to be told of the session's start and of each ``completed`` event."""
 
     @property
-    def present_single_as_multi(self) -> bool: ...
+    def present_single_as_multi(self) -> bool:
+        """The host option every session's ``FlowHost`` gets."""
+        ...
 
-    def session_started(self, session: StandinSession) -> None: ...
+    def session_started(self, session: StandinSession) -> None:
+        """A Pi session said hello."""
+        ...
 
-    def session_completed(self, session: StandinSession, event: CompletedEvent) -> None: ...
+    def session_completed(self, session: StandinSession, event: CompletedEvent) -> None:
+        """A flow of ``session`` completed with ``event``."""
+        ...
 
 
 class _BadArguments(ValueError):
@@ -98,6 +104,7 @@ class StandinSession:
     # --- messages from the extension ---
 
     def handle(self, message: object) -> None:
+        """Act on one message of the extension (decoded JSON); a malformed one is ignored."""
         if not isinstance(message, dict):
             return
         kind = message.get("type")
@@ -427,6 +434,7 @@ class StandinSession:
         return {"command": "open", "ok": True, "flowId": handle.flow_id}
 
     def closed(self) -> None:
+        """The link ended: the session's flows are disposed without ``completed``, as in Pi."""
         if self.host is not None:
             self.host.close()
         self._queue.clear()

@@ -44,6 +44,7 @@ class StandinThread:
         return self
 
     def stop(self) -> None:
+        """Close the server and stop the loop's thread (bounded waits). Idempotent."""
         if not self._thread.is_alive():
             return
         with contextlib.suppress(Exception):
@@ -60,9 +61,11 @@ class StandinThread:
 
     @property
     def path(self) -> Path:
+        """The server's socket path."""
         return self.server.path
 
     def environment(self) -> dict[str, str]:
+        """What Pi's environment needs: ``{"PI_ASK_STANDIN_SOCKET": path}``."""
         return self.server.environment()
 
 
