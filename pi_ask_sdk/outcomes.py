@@ -8,7 +8,7 @@ timed-out, lost or unsent submit is never reported as an answer or a cancel.
 
 An outcome has no truth value: ``if outcome:`` / ``assert outcome`` raise ``TypeError`` at run
 time, and are a mypy ``truthy-bool`` error with ``enable_error_code = truthy-bool`` (the
-configuration docs/bridges.md recommends). Match it.
+configuration the bridges guide recommends, ``pi-ask docs bridges``). Match it.
 """
 
 from __future__ import annotations

@@ -177,8 +177,8 @@ class Answer(msgspec.Struct, Generic[F], frozen=True, gc=False):
         return AnswerResponse(mode=self.mode, answers=answers)
 
     def to_builtins(self) -> JsonObject:
-        """``msgspec.to_builtins(self.to_wire())``, built directly (what ``to_data`` writes;
-        ``tests/sdk/test_responses.py`` holds the two to the same result)."""
+        """``msgspec.to_builtins(self.to_wire())``, built directly (what ``to_data`` writes; a
+        test holds the two to the same result)."""
         answers = {str(qid): answer.to_builtins() for qid, answer in self.answers}
         return {"kind": "answer", "mode": self.mode, "answers": answers}
 

@@ -11,9 +11,9 @@
   does the same.
 * ``pi_ask_sync_client``: a started ``SyncBridgeClient`` on that host (its own loop thread).
 
-A real Pi (docs/real-pi.md), opt-in: without ``--pi-ask-real-pi`` (or ``PI_ASK_REAL_PI=1``, or
-``pi_ask_real_pi = true`` in the ini file) tests using these fixtures are skipped, saying how to
-enable them; enabled, a Pi that cannot be installed fails them.
+A real Pi (the guide: ``pi-ask docs real-pi``), opt-in: without ``--pi-ask-real-pi`` (or
+``PI_ASK_REAL_PI=1``, or ``pi_ask_real_pi = true`` in the ini file) tests using these fixtures
+are skipped, saying how to enable them; enabled, a Pi that cannot be installed fails them.
 
 * ``pi_ask_real_pi``: a started ``pi_ask_sdk.testing.realpi.PiProcess``: a real Pi in RPC mode
   with the relay and the stand-in host (or your ``pi-agent-ask``: ``--pi-ask-host PATH`` or

@@ -13,7 +13,7 @@ cleans up. ``PiTui`` runs the same Pi in its interactive TUI under a pseudo-term
 keystrokes.
 
 For pytest, the plugin (``pi_ask_sdk.testing.pytest_plugin``) turns this into the ``pi_ask_real_pi``
-fixture, opt-in with ``--pi-ask-real-pi``. See docs/real-pi.md.
+fixture, opt-in with ``--pi-ask-real-pi``. See the guide: ``pi-ask docs real-pi``.
 
 Modules: ``_cache`` (the install cache: npm, manifest, verification; standard library only),
 ``_install`` (``install_pi``, ``locate_pi``), ``_process`` (``PiProcess``), ``_records``

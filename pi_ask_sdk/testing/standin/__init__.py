@@ -49,7 +49,7 @@ opens at once, unless it is a background call (``background: true``): that one's
 the queued receipt, sent at once, and its form opens when ``pi_ask_core.BackgroundQueue`` says
 (one at a time, first in first out); when it ends, an ``answer`` brings the result to the model
 (simplified: no ``wait_for_answers`` tool, no turn-boundary hand-over, the queue is not kept
-across sessions; see docs/real-pi.md). In any other mode it answers ``negotiate``, and then
+across sessions; see ``pi-ask docs real-pi``). In any other mode it answers ``negotiate``, and then
 opens the flow (``opened`` with the provider's ``request``) or, with no provider, returns the
 non-interactive result with no event. The extension accepts a provider itself (``connect()``
 must answer inside the emit): the first with version 1, a non-blank id and an ``open`` function.
