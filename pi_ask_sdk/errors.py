@@ -1,4 +1,4 @@
-"""Every error the bridge library raises, in one tree under ``PiAskError`` (from ``pi_ask_core``)::
+"""Every error the bridge library raises, in one tree under ``PiAskError`` (from ``pi_ask_core``):
 
     PiAskError                         root (pi_ask_core.errors); catch it to handle them all
     ├── InvalidForm                    ask_user input that cannot open a form (core)

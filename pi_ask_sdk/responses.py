@@ -618,7 +618,7 @@ class ApprovalMapping(Generic[F]):
     """An explicit, read-only mapping from a bridge's own buttons to one form's values.
 
     Values come from a started form, so a mapping is declared for that form, and checked
-    against it when made::
+    against it when made:
 
         deploy = flow.question("deploy")
         buttons = ApprovalMapping(flow, {"Approve": SelectOption(deploy.value("yes")),

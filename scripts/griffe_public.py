@@ -3,7 +3,8 @@
 
 mkdocstrings' ``filters: public`` keeps what a module lists in ``__all__``, and every special
 member of a class with it; this narrows the second half to ``__init__`` (merged into the class)
-and ``__call__``.
+and ``__call__``. The members are dropped from the loaded model (not marked private), so a class
+documented where it is re-exported loses them too.
 """
 
 from __future__ import annotations
@@ -16,9 +17,13 @@ KEPT = {"__init__", "__call__"}
 
 
 class SpecialMembersHidden(griffe.Extension):
-    """Mark a class's special members other than ``__init__``/``__call__`` not public."""
+    """Drop a class's special members other than ``__init__``/``__call__``."""
 
     def on_class_members(self, *, cls: griffe.Class, **kwargs: Any) -> None:
-        for name, member in cls.members.items():
-            if name.startswith("__") and name.endswith("__") and name not in KEPT:
-                member.public = False
+        special = [
+            name
+            for name in cls.members
+            if name.startswith("__") and name.endswith("__") and name not in KEPT
+        ]
+        for name in special:
+            cls.del_member(name)

@@ -1,7 +1,7 @@
 """Test a bridge without Pi: ``FakeHost`` (a real ``FlowHost`` on a ``LocalEventBus``) and
 ``ScriptedTransport`` (deliver any raw payload to a client).
 
-``FakeHost`` answers submits synchronously, like Pi's extension, so tests need no sleeps::
+``FakeHost`` answers submits synchronously, like Pi's extension, so tests need no sleeps:
 
     host = FakeHost()                       # or FakeHost(order="ack_first")
     async with host.client() as client:

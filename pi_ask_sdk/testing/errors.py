@@ -1,5 +1,5 @@
 """The errors of the test tooling (``pi_ask_sdk.testing``), a branch of the one ``PiAskError``
-tree (``pi_ask_sdk.errors`` draws the bridge library's)::
+tree (``pi_ask_sdk.errors`` draws the bridge library's):
 
     PiAskError                         root (pi_ask_core.errors); catch it to handle them all
     └── ToolingError                   everything pi_ask_sdk.testing raises

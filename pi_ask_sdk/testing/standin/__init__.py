@@ -11,7 +11,7 @@ Trust rules, as for the relay: the server listens on a Unix socket (mode 0600) i
 owned by this uid with mode 0700, refuses peers of another uid, and the extension does nothing
 unless ``PI_ASK_STANDIN_SOCKET`` names that socket (and checks the same rules before connecting).
 
-Link protocol (JSON lines, split on ``\\n`` only), one connection per Pi session::
+Link protocol (JSON lines, split on ``\\n`` only), one connection per Pi session:
 
     extension -> server   {"type":"hello","pid":N,"cwd":"..."}
                           {"type":"submit","data":...}          every emit on pi-agent-ask:submit
