@@ -44,19 +44,37 @@ EndReason = Literal["session_ended", "disconnected"]
 class TransportListener(Protocol):
     """What a transport delivers to (implemented by ``BridgeClient``). Never raises."""
 
-    def message(self, channel: str, data: object, *, replay: bool = False) -> None: ...
+    def message(self, channel: str, data: object, *, replay: bool = False) -> None:
+        """One payload from the host on ``channel``; ``replay`` marks a replayed ``started``."""
+        ...
 
-    def ended(self, reason: EndReason) -> None: ...
+    def ended(self, reason: EndReason) -> None:
+        """The session ended, or (``"disconnected"``) the connection is gone for good."""
+        ...
 
 
 class Transport(Protocol):
     """A connection to one host (see the module docstring for the contract)."""
 
-    async def open(self, listener: TransportListener) -> None: ...
+    async def open(self, listener: TransportListener) -> None:
+        """Connect and start delivering to ``listener`` (replays may come before it returns).
 
-    async def send(self, payload: SubmitEvent) -> None: ...
+        Raises:
+            TransportUnavailable: The host cannot be reached.
+        """
+        ...
 
-    async def close(self) -> None: ...
+    async def send(self, payload: SubmitEvent) -> None:
+        """Deliver one submit to the host.
+
+        Raises:
+            ConnectionLost: The submit cannot be delivered.
+        """
+        ...
+
+    async def close(self) -> None:
+        """Stop delivering; the listener is not called again. Idempotent."""
+        ...
 
 
 @runtime_checkable

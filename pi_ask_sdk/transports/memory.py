@@ -54,6 +54,10 @@ class MemoryTransport:
     first, marked ``replay`` (their ``createdAt`` is the replay time: the host keeps no start
     time). ``end_session()`` / ``disconnect()`` tell the client what a socket transport would
     learn from Pi; ``FakeHost`` calls them.
+
+    Args:
+        bus: The bus the host listens and emits on.
+        host: The host whose open forms a connecting client is replayed.
     """
 
     __slots__ = ("_bus", "_host", "_listener", "_unsubscribes")
@@ -66,9 +70,15 @@ class MemoryTransport:
 
     @property
     def is_open(self) -> bool:
+        """Whether the transport is open (delivering to a client)."""
         return self._listener is not None
 
     async def open(self, listener: TransportListener) -> None:
+        """Listen on the bus and replay the host's open forms to ``listener``.
+
+        Raises:
+            InvalidUse: The transport is open already.
+        """
         if self._listener is not None:
             raise InvalidUse("open", "MemoryTransport is already open")
         self._listener = listener
@@ -105,6 +115,11 @@ class MemoryTransport:
         return verdict
 
     async def send(self, payload: SubmitEvent) -> None:
+        """Emit the submit on the bus as decoded JSON; a synchronous host answers inside.
+
+        Raises:
+            ConnectionLost: The transport is not open.
+        """
         # Decoded-JSON shape, as a bridge on pi.events sends it.
         self._emit(msgspec.to_builtins(payload), payload.request_id, payload.flow_id)
 
@@ -123,6 +138,7 @@ class MemoryTransport:
                 marks[key] = outer
 
     async def close(self) -> None:
+        """Stop listening; the client is not told anything more. Idempotent."""
         self._listener = None
         unsubscribes, self._unsubscribes = self._unsubscribes, []
         for unsubscribe in unsubscribes:

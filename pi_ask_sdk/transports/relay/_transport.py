@@ -64,6 +64,24 @@ class RelayTransport:
     ``raw_events=True`` hands the listener each event's ``data`` as the relay sent it (a
     ``msgspec.Raw`` of its JSON, lone surrogates already replaced), undecoded: for a forwarder
     that passes events on unchanged (``pi_ask_sdk.fleet``).
+
+    Args:
+        path: The relay socket to connect to.
+        pid: The Pi whose socket to connect to (in ``directory``).
+        directory: The relay directory (default: ``relay_dir()``).
+        hello_timeout: Seconds to wait for the hello and its replays, and for a relay that
+            stops reading.
+        reconnect: Reconnect after a session end or a lost connection.
+        reconnect_timeout: Seconds to keep retrying.
+        backoff_initial: The first retry's delay, doubled on each retry.
+        backoff_max: The longest delay between retries.
+        max_line_bytes: The longest line accepted from the relay.
+        foreign_results: Deliver the verdicts on other connections' submits too.
+        role: ``"answerer"`` or ``"observer"``.
+        raw_events: Deliver each event's ``data`` undecoded (``msgspec.Raw``).
+
+    Raises:
+        InvalidArgument: ``role`` is neither.
     """
 
     __module__ = "pi_ask_sdk.transports.relay"  # documented where users import it from
@@ -146,6 +164,7 @@ class RelayTransport:
 
     @property
     def is_connected(self) -> bool:
+        """Whether a connection to the relay is up now (not while reconnecting)."""
         return self._state == "connected"
 
     @property
@@ -162,6 +181,18 @@ class RelayTransport:
     # --- Transport ---
 
     async def open(self, listener: TransportListener) -> None:
+        """Find the relay, connect, and wait for its hello and replays.
+
+        Raises:
+            NoRelayFound: No running Pi with the relay (or not the one asked for).
+            AmbiguousRelay: Several Pis and none chosen.
+            UnsafeRelayPath: The directory or socket breaks the same-user rules.
+            RelayPathTooLong: The socket path is too long for a Unix socket.
+            RelayHandshakeError: No valid hello in time.
+            RelayConnectError: Connecting failed.
+            RelayPathNotSocket: The path given is not a socket.
+            InvalidUse: The transport was opened before.
+        """
         if self._state != "new":
             raise InvalidUse("open", "RelayTransport can be opened once")
         self._info = resolve_relay(
@@ -176,6 +207,12 @@ class RelayTransport:
             raise
 
     async def send(self, payload: SubmitEvent) -> None:
+        """Write the submit to the relay (waiting, bounded, while the relay is not reading).
+
+        Raises:
+            ConnectionLost: Not connected (``session_ended`` while reconnecting), or the relay
+                did not read in time.
+        """
         conn = self._conn
         if self._state != "connected" or conn is None or conn.transport is None:
             reason: Literal["session_ended", "disconnected"] = (
@@ -199,6 +236,7 @@ class RelayTransport:
         transport.write(encode_emit(payload))
 
     async def close(self) -> None:
+        """Close the connection and stop reconnecting. Idempotent."""
         if self._state == "closed":
             return
         self._state = "closed"
