@@ -6,6 +6,7 @@ Only the refusing paths are run here (they stop before tox is installed or start
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -75,8 +76,12 @@ def test_ci_with_every_interpreter_runs_the_whole_matrix_without_skipping(tmp_pa
     )
     assert done.returncode == 0, done.stderr
     matrix = (
-        "py313,py312,py311,py310,typing,lint,sdist,fleet,pi,pi-legacy,stress,ssh,web,bench-smoke"
+        "py313,py312,py311,py310,typing,lint,sdist,fleet,pi,pi-legacy,stress,ssh,web,bench-smoke,"
+        "docs"
     )
+    # The same envs as tox.ini's env_list (what `tox` alone runs), the Pythons first.
+    [env_list] = re.findall(r"^env_list = (.*)$", (ROOT / "tox.ini").read_text(), flags=re.M)
+    assert sorted(matrix.split(",")) == sorted(env.strip() for env in env_list.split(","))
     assert done.stdout.splitlines() == [
         f"tox envs: {matrix}",
         f"tox run -e {matrix} skip=false",
