@@ -9,6 +9,7 @@ import importlib
 import importlib.util
 import re
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -17,14 +18,14 @@ DOCS = ROOT / "docs"
 CONFIG = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
 
 
-def _generated_pages() -> set[str]:
-    """The pages scripts/mkdocs_hooks.py adds to the site (its home page)."""
+def _hooks() -> ModuleType:
+    """scripts/mkdocs_hooks.py (it imports mkdocs only when the site is built)."""
     spec = importlib.util.spec_from_file_location("mkdocs_hooks", ROOT / "scripts/mkdocs_hooks.py")
     assert spec is not None
     assert spec.loader is not None
     hooks = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(hooks)
-    return set(hooks.GENERATED)
+    return hooks
 
 
 def _nav_pages() -> list[str]:
@@ -40,7 +41,7 @@ def test_nav_names_only_pages_that_exist() -> None:
     pages = _nav_pages()
     assert "index.md" in pages
     assert len(pages) == len(set(pages)), "a page named twice in the nav"
-    generated = _generated_pages()
+    generated = set(_hooks().GENERATED)  # the pages the hook adds (its home page)
     missing = [page for page in pages if page not in generated and not (DOCS / page).is_file()]
     assert missing == []
 
@@ -55,12 +56,7 @@ def test_every_guide_and_api_page_is_in_the_nav() -> None:
 
 
 def test_the_home_page_is_the_long_description() -> None:
-    spec = importlib.util.spec_from_file_location("mkdocs_hooks", ROOT / "scripts/mkdocs_hooks.py")
-    assert spec is not None
-    assert spec.loader is not None
-    hooks = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(hooks)
-    home: str = hooks.home_page()
+    home: str = _hooks().home_page()
     assert home.startswith((ROOT / "PYPI.md").read_text(encoding="utf-8"))
     for target in re.findall(r"\]\(([^)#]+\.md)(?:#[^)]*)?\)", home):
         assert (DOCS / target).is_file(), target
