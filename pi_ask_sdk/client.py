@@ -151,7 +151,7 @@ class BridgeClient:
         completed_memory: How many finished flow ids to remember (at least 1).
 
     Raises:
-        ValueError: ``request_id_prefix`` is empty or ``completed_memory`` is below 1.
+        InvalidArgument: ``request_id_prefix`` is empty or ``completed_memory`` is below 1.
     """
 
     def __init__(
@@ -210,7 +210,7 @@ class BridgeClient:
             TransportUnavailable: No transport can be made: for the default factory
                 ``NoRelayFound`` (no running Pi with the relay), ``AmbiguousRelay`` (several),
                 ``UnsafeRelayPath``, or no relay transport installed.
-            ValueError: ``observer=True`` with a ``factory`` of your own.
+            InvalidArgument: ``observer=True`` with a ``factory`` of your own.
         """
         if factory is None:
             try:

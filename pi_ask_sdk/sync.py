@@ -108,7 +108,7 @@ class SyncBridgeClient:
     ``timeout`` bounds start-up, shutdown and sending a submit. Objects returned (views,
     tickets, outcomes) are immutable and safe to use from any thread. The client runs a
     ``BridgeClient`` on an event loop in a thread of its own; its methods must not be called
-    from that thread (``RuntimeError``).
+    from that thread (``InvalidUse``).
 
     Args:
         transport: How to reach the host (as for ``BridgeClient``).
@@ -118,7 +118,7 @@ class SyncBridgeClient:
         completed_memory: How many finished flow ids to remember (at least 1).
 
     Raises:
-        ValueError: ``request_id_prefix`` is empty or ``completed_memory`` is below 1.
+        InvalidArgument: ``request_id_prefix`` is empty or ``completed_memory`` is below 1.
     """
 
     def __init__(

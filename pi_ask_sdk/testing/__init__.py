@@ -241,7 +241,7 @@ class FakeHost:
         """The open flow with this id.
 
         Raises:
-            KeyError: No flow with that id is open.
+            InvalidArgument: No flow with that id is open.
         """
         handle = self._host.get(flow_id)
         if handle is None:
@@ -260,7 +260,8 @@ class FakeHost:
         Raises:
             FlowMismatch: ``response``, or a piece of it, belongs to another flow.
             SubmitRefused: The host refuses the response, or the flow is not open.
-            KeyError: No flow with that id is open.
+            InvalidArgument: No flow with that id is open, or ``response`` is neither an
+                ``Answer`` nor a ``Cancel``.
         """
         handle = self.flow(flow) if isinstance(flow, str) else flow
         if not isinstance(response, (Answer, Cancel)):
@@ -432,7 +433,7 @@ class ScriptedTransport:
             replay: Mark a ``started`` as a replayed form.
 
         Raises:
-            RuntimeError: The transport is not open.
+            InvalidUse: The transport is not open.
         """
         if self._listener is None:
             raise InvalidUse("deliver", "ScriptedTransport is not open")
@@ -442,7 +443,7 @@ class ScriptedTransport:
         """Tell the client the session ended, or (``"disconnected"``) the connection is gone.
 
         Raises:
-            RuntimeError: The transport is not open.
+            InvalidUse: The transport is not open.
         """
         if self._listener is None:
             raise InvalidUse("end", "ScriptedTransport is not open")

@@ -60,7 +60,7 @@ class StandinServer:
         """The socket's path.
 
         Raises:
-            RuntimeError: The server is not started.
+            InvalidUse: The server is not started.
         """
         if self._path is None:
             raise InvalidUse("read the path", "the stand-in server is not started")
