@@ -67,11 +67,13 @@ def test_the_home_page_is_the_long_description() -> None:
     [page for page in _api_pages() if page.name != "index.md"],  # (the overview: prose only)
     ids=lambda path: path.relative_to(DOCS).as_posix(),
 )
-def test_every_api_page_documents_a_module_that_imports(page: Path) -> None:
+def test_every_api_page_documents_a_module_that_exists(page: Path) -> None:
+    # Found, not imported: the fleet's modules need the nats extra to import (mkdocstrings
+    # reads the source, so the site builds without it).
     modules = re.findall(r"^::: ([\w.]+)\s*$", page.read_text(encoding="utf-8"), flags=re.M)
     assert modules, f"{page} documents no module"
     for module in modules:
-        importlib.import_module(module)
+        assert importlib.util.find_spec(module) is not None, module
 
 
 def test_the_build_needs_no_network() -> None:

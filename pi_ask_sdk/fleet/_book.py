@@ -77,4 +77,5 @@ class SubmitBook:
             del self._routes[route]
 
     def outstanding(self) -> int:
+        """How many taken submits still wait for their submit-result."""
         return sum(len(queue) for queue in self._routes.values())

@@ -115,12 +115,22 @@ class Forwarder:
 
     @property
     def nc(self) -> Client:
+        """The NATS connection.
+
+        Raises:
+            FleetUnavailable: The forwarder is not open.
+        """
         if self._nc is None:
             raise FleetUnavailable(self._options.url, "the forwarder is not open")
         return self._nc
 
     @property
     def js(self) -> JetStreamContext:
+        """The JetStream context of the connection.
+
+        Raises:
+            FleetUnavailable: The forwarder is not open.
+        """
         if self._js is None:
             raise FleetUnavailable(self._options.url, "the forwarder is not open")
         return self._js
@@ -141,6 +151,7 @@ class Forwarder:
         return sorted(pid for pid, task in self._tasks.items() if not task.done())
 
     def link(self, pid: int) -> PiLink | None:
+        """The link to Pi ``pid``'s relay, while it is followed."""
         return self._links.get(pid)
 
     # --- lifecycle ---

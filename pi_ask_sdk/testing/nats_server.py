@@ -99,13 +99,16 @@ class NatsServer:
 
     @property
     def url(self) -> str:
+        """The server's URL, ``nats://127.0.0.1:<port>`` (the same across restarts)."""
         return f"nats://127.0.0.1:{self.port}"
 
     @property
     def running(self) -> bool:
+        """Whether the server's process is running."""
         return self.process is not None and self.process.poll() is None
 
     def command(self) -> list[str]:
+        """The server's command line (127.0.0.1, its port, JetStream in ``store_dir``)."""
         config = self.store_dir.parent / f"nats-{self.port}.conf"
         command = [str(self.binary), "-a", "127.0.0.1", "-p", str(self.port)]
         command += ["-js", "-sd", str(self.store_dir)]

@@ -186,22 +186,34 @@ class Fleet:
 
     @property
     def nc(self) -> Client:
+        """The NATS connection.
+
+        Raises:
+            FleetUnavailable: The fleet is not open.
+        """
         if self._nc is None:
             raise FleetUnavailable(self.url, "the fleet is not open")
         return self._nc
 
     @property
     def js(self) -> JetStreamContext:
+        """The JetStream context of the connection.
+
+        Raises:
+            FleetUnavailable: The fleet is not open.
+        """
         if self._js is None or self._nc is None:
             raise FleetUnavailable(self.url, "the fleet is not open")
         return self._js
 
     @property
     def names(self) -> FleetNames:
+        """The fleet's subject, stream and consumer names (its ``prefix``)."""
         return self._names
 
     @property
     def url(self) -> str:
+        """The NATS server's URL."""
         return self._options.url
 
     @property
@@ -211,6 +223,8 @@ class Fleet:
 
     @property
     def role(self) -> RelayRole:
+        """``"answerer"`` (heartbeats make the forwarders open headless forms) or
+        ``"observer"``."""
         return self._role
 
     def _attach(self, transport: NatsTransport) -> None:

@@ -53,6 +53,7 @@ class Follower:
 
     @property
     def caught_up(self) -> bool:
+        """Whether the snapshot (what the stream held when following began) was handled."""
         return self._caught_up.is_set()
 
     async def start(self, timeout: float) -> None:

@@ -121,6 +121,7 @@ class FleetSettings:
     memory: bool = False
 
     def streams(self, names: FleetNames) -> list[StreamConfig]:
+        """The configurations of the fleet's three streams under ``names``."""
         storage = StorageType.MEMORY if self.memory else StorageType.FILE
         return [
             StreamConfig(

@@ -55,20 +55,32 @@ class FleetConnection(Protocol):
     idle_heartbeat: float
 
     @property
-    def nc(self) -> Client: ...
+    def nc(self) -> Client:
+        """The NATS connection."""
+        ...
 
     @property
-    def js(self) -> JetStreamContext: ...
+    def js(self) -> JetStreamContext:
+        """Its JetStream context."""
+        ...
 
     @property
-    def names(self) -> FleetNames: ...
+    def names(self) -> FleetNames:
+        """The fleet's subject, stream and consumer names."""
+        ...
 
     @property
-    def url(self) -> str: ...
+    def url(self) -> str:
+        """The NATS server's URL."""
+        ...
 
-    async def open(self) -> None: ...
+    async def open(self) -> None:
+        """Connect (a transport that owns its connection opens it)."""
+        ...
 
-    async def close(self) -> None: ...
+    async def close(self) -> None:
+        """Disconnect."""
+        ...
 
     def _attach(self, transport: NatsTransport) -> None: ...
 
@@ -128,10 +140,12 @@ class NatsTransport:
 
     @property
     def host(self) -> str:
+        """The host id of the Pi this transport follows."""
         return self._host
 
     @property
     def pid(self) -> int:
+        """The pid of the Pi this transport follows (on its host)."""
         return self._pid
 
     @property
@@ -146,11 +160,19 @@ class NatsTransport:
 
     @property
     def is_connected(self) -> bool:
+        """Whether the transport follows its Pi live (its snapshot delivered)."""
         return self._phase == "live"
 
     # --- Transport ---
 
     async def open(self, listener: TransportListener) -> None:
+        """Follow the Pi: its open forms (replayed) from the fleet's snapshot, then live.
+
+        Raises:
+            FleetPiNotFound: The fleet has no such Pi on that host.
+            FleetUnavailable: The NATS server cannot be reached, or did not answer in time.
+            InvalidUse: The transport was opened before.
+        """
         if self._phase != "new":
             raise InvalidUse("open", "NatsTransport can be opened once")
         fleet = self._fleet
@@ -205,6 +227,12 @@ class NatsTransport:
             raise
 
     async def send(self, payload: SubmitEvent) -> None:
+        """Publish the submit for the Pi's forwarder (stored once, whatever the re-sends).
+
+        Raises:
+            ConnectionLost: Not following the Pi, the connection is closed, or the submit was
+                not stored.
+        """
         if self._phase != "live":
             raise ConnectionLost("disconnected", f"not following Pi {self._pid} on {self._host!r}")
         fleet = self._fleet
@@ -258,6 +286,7 @@ class NatsTransport:
         raise ConnectionLost("disconnected", f"the submit was not stored: {last}")
 
     async def close(self) -> None:
+        """Stop following; the listener is not called again. Idempotent."""
         await self._stop("closed")
 
     # --- internals ---

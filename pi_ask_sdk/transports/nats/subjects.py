@@ -138,22 +138,28 @@ class FleetNames:
     # --- subjects ---
 
     def state(self, host: str, pid: int) -> str:
+        """The subject of a Pi's state messages."""
         return f"{self.prefix}.{host}.{pid}.state"
 
     def flow(self, host: str, pid: int, flow_id: str) -> str:
+        """The subject of one flow's events (its id made a subject token)."""
         return f"{self.prefix}.{host}.{pid}.flow.{flow_token(flow_id)}"
 
     def submit(self, host: str, pid: int) -> str:
+        """The subject bridges publish a Pi's submits on."""
         return f"{self.prefix}.{host}.{pid}.submit"
 
     def result(self, host: str, pid: int, transport_id: str) -> str:
+        """The subject of the submit-results for one sending transport."""
         return f"{self.prefix}.{host}.{pid}.result.{transport_id}"
 
     def bridge(self, bridge_id: str) -> str:
+        """The subject of one bridge's presence heartbeats."""
         return f"{self.prefix}._bridge.{bridge_id}"
 
     @property
     def probe(self) -> str:
+        """The subject that asks every answering bridge to heartbeat now."""
         return f"{self.prefix}._probe"
 
     # --- filters ---
@@ -177,6 +183,7 @@ class FleetNames:
 
     @property
     def all_bridges(self) -> str:
+        """Every bridge's heartbeats."""
         return f"{self.prefix}._bridge.*"
 
     def forwarder_consumer(self, host: str) -> str:
@@ -187,14 +194,17 @@ class FleetNames:
 
     @property
     def flows_subjects(self) -> list[str]:
+        """The subjects the flows stream holds."""
         return [f"{self.prefix}.*.*.state", f"{self.prefix}.*.*.flow.*"]
 
     @property
     def submits_subjects(self) -> list[str]:
+        """The subjects the submits stream holds."""
         return [f"{self.prefix}.*.*.submit"]
 
     @property
     def results_subjects(self) -> list[str]:
+        """The subjects the results stream holds."""
         return [f"{self.prefix}.*.*.result.*"]
 
     def parse(self, subject: str) -> tuple[str, int, str, str] | None:
