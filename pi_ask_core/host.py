@@ -434,7 +434,7 @@ class FlowHost:
         return tuple(self._active.values())
 
     def get(self, flow_id: str) -> FlowHandle | None:
-        """The open flow with this id, or ``None``."""
+        """The open flow with id ``flow_id``, or ``None``."""
         return self._active.get(flow_id)
 
     def start(
@@ -497,7 +497,11 @@ class FlowHost:
             handle.dispose()
 
     def handle_submit(self, data: object) -> None:
-        """The submit-channel handler: decide, apply, and emit the acknowledgement."""
+        """The submit-channel handler: decide, apply, and emit the acknowledgement.
+
+        Args:
+            data: The ``submit`` payload as emitted: decoded JSON, or a ``SubmitEvent``.
+        """
         self._bus.emit(SUBMIT_RESULT, self._judge(data, False))
 
     def resolve_submit(self, data: object) -> SubmitResultEvent:
@@ -511,6 +515,9 @@ class FlowHost:
         too deeply in a key the rules ignore is ignored, as the reference ignores it, and one
         where they read it is refused for its type. A flow whose result cannot be built stays
         open and the submit is refused.
+
+        Args:
+            data: The ``submit`` payload as emitted: decoded JSON, or a ``SubmitEvent``.
         """
         return self._judge(data, False)
 

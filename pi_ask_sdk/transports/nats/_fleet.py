@@ -257,7 +257,17 @@ class Fleet:
     def transport(
         self, host: str, pid: int, *, open_timeout: float = 10.0, send_timeout: float = 5.0
     ) -> NatsTransport:
-        """A ``NatsTransport`` for Pi ``pid`` on ``host`` (not yet opened)."""
+        """A ``NatsTransport`` for Pi ``pid`` on ``host`` (not yet opened).
+
+        Args:
+            host: The host id its forwarder publishes under.
+            pid: The Pi's process id on that host.
+            open_timeout: Seconds ``open`` waits for the Pi's snapshot.
+            send_timeout: Seconds ``send`` waits for the server to store a submit.
+
+        Raises:
+            InvalidArgument: ``host`` cannot be a host id.
+        """
         return NatsTransport(
             self, check_host_id(host), pid, open_timeout=open_timeout, send_timeout=send_timeout
         )
@@ -350,7 +360,14 @@ class Fleet:
         """Run ``handler(client, pi)`` for every Pi up in the fleet, and for each that comes up
         later, until ``stop`` is set (or cancelled). Each Pi gets its own ``BridgeClient`` over a
         ``NatsTransport``, so one Pi's session end or exit touches only its forms; a handler's
-        failure is logged and stays with its Pi."""
+        failure is logged and stays with its Pi.
+
+        Args:
+            handler: Serves one Pi, given its client (open) and the Pi.
+            stop: Set it to stop serving; every handler is then cancelled.
+            request_id_prefix: The start of every request id the clients make up.
+            timeout: Seconds to wait for the fleet's list of Pis.
+        """
         stop = asyncio.Event() if stop is None else stop
         serving: dict[tuple[str, int], asyncio.Task[None]] = {}
         loop = asyncio.get_running_loop()
@@ -418,7 +435,17 @@ async def serve_fleet(
 ) -> None:
     """``serve_every_pi`` for the fleet: ``handler(client, pi)`` for every Pi on every host
     (including Pis and hosts that appear later), as an answering bridge, until ``stop`` is set
-    or cancelled. Raises ``FleetUnavailable`` when the server cannot be reached."""
+    or cancelled.
+
+    Args:
+        handler: Serves one Pi, given its client (open) and the Pi.
+        options: The NATS server's URL, or ``NatsOptions``.
+        stop: Set it to stop serving.
+        names: The fleet's names (its subject prefix); the default prefix otherwise.
+
+    Raises:
+        FleetUnavailable: The server or its JetStream cannot be reached.
+    """
     async with Fleet(options, names=names) as fleet:
         await fleet.serve(handler, stop=stop)
 
@@ -435,7 +462,20 @@ def pi_transport(
 ) -> NatsTransport:
     """A ``NatsTransport`` to one Pi with a fleet connection of its own, opened by the
     transport's ``open`` and closed by its ``close`` (on the loop that opens it): for
-    ``SyncBridgeClient(pi_transport(url, host, pid))`` or a bridge of one Pi."""
+    ``SyncBridgeClient(pi_transport(url, host, pid))`` or a bridge of one Pi.
+
+    Args:
+        options: The NATS server's URL, or ``NatsOptions``.
+        host: The host id its forwarder publishes under.
+        pid: The Pi's process id on that host.
+        role: ``"answerer"`` or ``"observer"`` (as for ``Fleet``).
+        names: The fleet's names (its subject prefix).
+        open_timeout: Seconds ``open`` waits for the Pi's snapshot.
+        send_timeout: Seconds ``send`` waits for the server to store a submit.
+
+    Raises:
+        InvalidArgument: ``host`` cannot be a host id.
+    """
     fleet = Fleet(options, names=names, role=role)
     return NatsTransport(
         fleet,
