@@ -9,6 +9,8 @@ from .protocol import InvalidInputResult, Issue, SubmitErrorCode
 __all__ = ["FormErrorKind", "HostClosed", "InvalidForm", "PiAskError", "SubmitRefused"]
 
 FormErrorKind = Literal["schema_error", "invalid_input"]
+"""Why ``InvalidForm`` refused a form: a field of the wrong JSON type (``schema_error``) or a
+broken form rule (``invalid_input``, with the tool result the extension returns)."""
 
 
 class PiAskError(Exception):

@@ -137,6 +137,8 @@ BridgeErrorCode = Literal[
     "transport_unavailable",
     "payload_too_large",
 ]
+"""The ``code`` of every ``BridgeError``: stable, for programs to match on (the message is for
+people)."""
 
 SelectProblem = Literal[
     "duplicate_value", "too_many_values", "value_with_custom_text", "unknown_value"
@@ -158,7 +160,11 @@ MismatchedPiece = Literal[
 """What ``FlowMismatch`` found taken from another flow."""
 
 ApprovalProblem = Literal["question_not_in_form", "value_not_in_question", "unknown_button"]
+"""What ``ApprovalMappingError`` found wrong in an approval mapping: a question the form does not
+have, a value its question does not offer, or a button the mapping does not name."""
 ConnectionLostReason = Literal["session_ended", "disconnected", "closed"]
+"""Why ``ConnectionLost`` was raised: Pi's session ended, the connection to the host is gone, or
+the client was closed."""
 
 
 def _quoted(names: Iterable[str]) -> str:

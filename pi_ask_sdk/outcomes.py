@@ -102,6 +102,8 @@ class SessionEnded(msgspec.Struct, frozen=True, gc=False):
 
 
 BridgeEvent: TypeAlias = FlowStarted | FlowCompleted | SessionEnded
+"""What ``BridgeClient.events()`` yields: a form started, a form completed, or the session
+ended (its open forms are gone)."""
 
 
 @final

@@ -612,6 +612,8 @@ class CancelFlow(msgspec.Struct, frozen=True):
 
 
 ButtonAction: TypeAlias = SelectOption[F] | CancelFlow
+"""What a button of a bridge's UI does: select one option of the form (by its value), or
+cancel the flow explicitly. Never inferred from the button's label."""
 
 
 class ApprovalMapping(Generic[F]):

@@ -7,10 +7,15 @@ checks them where it is installed (`tox -e fleet`)."""
 
 from __future__ import annotations
 
+import ast
 import importlib
 import inspect
+import itertools
 import re
+import sys
+import typing
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from typing_extensions import is_typeddict
@@ -30,13 +35,54 @@ def documented_modules() -> list[str]:
     return found
 
 
+def alias_docstrings(module: ModuleType) -> set[str]:
+    """The module-level names of ``module``'s source assigned with a string right after them
+    (how a type alias is documented: griffe reads it, the running alias has no ``__doc__``)."""
+    source = inspect.getsource(module)
+    body = ast.parse(source).body
+    found: set[str] = set()
+    for node, following in itertools.pairwise(body):
+        targets = (
+            [node.target]
+            if isinstance(node, ast.AnnAssign)
+            else node.targets
+            if isinstance(node, ast.Assign)
+            else []
+        )
+        documented = (
+            isinstance(following, ast.Expr)
+            and isinstance(following.value, ast.Constant)
+            and isinstance(following.value.value, str)
+            and following.value.value.strip() != ""
+        )
+        if documented:
+            found.update(target.id for target in targets if isinstance(target, ast.Name))
+    return found
+
+
+def homes(module_name: str, name: str, obj: object) -> list[ModuleType]:
+    """The loaded modules of ``module_name``'s top package that hold ``obj`` as ``name``."""
+    top = module_name.split(".")[0]
+    return [
+        module
+        for key, module in sorted(sys.modules.items())
+        if (key == top or key.startswith(top + ".")) and vars(module).get(name) is obj
+    ]
+
+
 def undocumented(module_name: str) -> list[str]:
     """The public names of ``module_name`` (and their public methods) with no docstring."""
     module = importlib.import_module(module_name)
     missing: list[str] = []
     for name in module.__all__:
         obj = getattr(module, name)
-        if inspect.isfunction(obj):
+        if typing.get_origin(obj) is not None:
+            # A generic alias (``Callable[...]``, ``Literal[...]``) is documented in the source
+            # of the module that defines it (some Pythons call ``Callable[...]`` a class, but
+            # what it names is not its own).
+            if not any(name in alias_docstrings(home) for home in homes(module_name, name, obj)):
+                missing.append(name)
+        elif inspect.isfunction(obj):
             if not (obj.__doc__ or "").strip():
                 missing.append(name)
         elif inspect.isclass(obj) and not is_typeddict(obj):

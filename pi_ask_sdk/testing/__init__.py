@@ -79,6 +79,8 @@ __all__ = [
 ]
 
 AckOrder = Literal["completed_first", "ack_first"]
+"""The order in which a ``FakeHost`` sends an accepted submit's two events: ``completed`` then
+``submit-result`` (as the real extension does), or the acknowledgement first."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -49,6 +49,7 @@ ToolingErrorCode = Literal[
     "transport_check_failed",
     "flow_not_opened",
 ]
+"""The ``code`` of every ``ToolingError``: stable, for programs to match on."""
 
 
 class ToolingError(PiAskError):

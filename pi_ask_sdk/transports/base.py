@@ -39,6 +39,8 @@ __all__ = [
 ]
 
 EndReason = Literal["session_ended", "disconnected"]
+"""Why a transport's listener was told ``ended``: Pi's session ended (its open forms are gone;
+the connection may carry a new session) or the connection is gone for good."""
 
 
 class TransportListener(Protocol):

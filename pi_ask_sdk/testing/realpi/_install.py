@@ -20,6 +20,8 @@ from ._cache import FLAVOUR_DIRS, CacheFlavour, CacheProblem, ensure, npm_comman
 __all__ = ["Flavour", "PiEnv", "default_cache_dir", "install_pi", "locate_pi"]
 
 Flavour = CacheFlavour
+"""Which pinned Pi the kit installs and runs: ``"current"`` (Pi 1.6.0 on node 22) or
+``"legacy"`` (Pi 0.74.2 on the machine's node)."""
 
 _log = logging.getLogger("pi_ask_sdk.testing.realpi")
 
