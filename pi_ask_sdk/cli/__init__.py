@@ -94,7 +94,7 @@ def _nats_only(args: argparse.Namespace, command: str, *names: str) -> int | Non
     return None
 
 
-_NATS_OPTIONS = ("creds", "tls_ca", "tls_cert", "tls_key")
+_NATS_OPTIONS = ("creds", "tls_ca", "tls_cert", "tls_key", "inbox_prefix")
 
 
 def _cmd_watch(args: argparse.Namespace) -> int:

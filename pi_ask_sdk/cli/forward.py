@@ -36,6 +36,11 @@ def add_nats_args(parser: argparse.ArgumentParser, *, what: str | None = None) -
     parser.add_argument("--tls-cert", metavar="FILE", help="client certificate (mutual TLS)")
     parser.add_argument("--tls-key", metavar="FILE", help="the client certificate's key")
     parser.add_argument("--prefix", default="piask", help="the fleet's subject prefix")
+    parser.add_argument(
+        "--inbox-prefix",
+        metavar="PREFIX",
+        help="this NATS user's own inbox prefix (default _INBOX; docs/fleet.md, Security)",
+    )
 
 
 def nats_options(args: argparse.Namespace) -> NatsOptions:
@@ -48,6 +53,7 @@ def nats_options(args: argparse.Namespace) -> NatsOptions:
         tls_ca=args.tls_ca,
         tls_cert=args.tls_cert,
         tls_key=args.tls_key,
+        inbox_prefix=args.inbox_prefix or "_INBOX",
     )
 
 

@@ -19,7 +19,6 @@ import nats.js.errors
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
-from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from typing_extensions import Self
 
 from pi_ask_core import SUBMIT, SubmitEvent, decode_event
@@ -36,6 +35,7 @@ from pi_ask_sdk.transports.nats import (
     connect_nats,
     decode_body,
     ensure_streams,
+    forwarder_consumer_config,
 )
 from pi_ask_sdk.transports.relay import RelayRole, discover_relays, replace_lone_surrogates
 
@@ -213,13 +213,7 @@ class Forwarder:
     async def _bind_submits(self) -> None:
         """Bind the host's durable submit consumer. A killed forwarder's binding lingers until
         the server notices its connection is gone: retried, bounded."""
-        config = ConsumerConfig(
-            durable_name=self.names.forwarder_consumer(self.host_id),
-            ack_policy=AckPolicy.EXPLICIT,
-            ack_wait=self._ack_wait,
-            deliver_policy=DeliverPolicy.ALL,
-            max_ack_pending=10000,
-        )
+        config = forwarder_consumer_config(self.names, self.host_id, ack_wait=self._ack_wait)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + 60.0
         delay = 0.05

@@ -10,6 +10,14 @@ on a free port, with its JetStream store in a directory of yours (kept across re
         server.kill()                           # SIGKILL: a crash
         server.start()                          # same port, same store
 
+``config`` is nats-server configuration text (an ``authorization`` block with users and
+their publish/subscribe permissions, say: docs/fleet.md, Security), written to a file beside
+the store and passed with ``-c``; the command line still sets the address, port and
+JetStream store::
+
+    with nats_server(tmp_path, config='authorization { users = [...] }') as server:
+        ...
+
 Every wait is bounded: ``start`` waits for the server's "Server is ready" line (read from its
 log by a thread, no polling) at most ``ready_timeout`` seconds and raises ``NatsServerError``
 with the log's tail otherwise.
@@ -73,7 +81,10 @@ class NatsServer:
 
     ``port`` (default: a free one) and the store stay the same across ``stop``/``kill`` and
     ``start``, so a restarted server has the streams and messages it had. ``max_payload``
-    (bytes) and ``args`` (more command-line arguments) are passed on.
+    (bytes) and ``args`` (more command-line arguments) are passed on; ``config`` is
+    configuration text (users, permissions, accounts, limits) for a file given with ``-c``
+    (``max_payload`` is added to it). A configuration the server refuses makes ``start``
+    raise ``NatsServerError`` with the server's words.
     """
 
     def __init__(
@@ -83,6 +94,7 @@ class NatsServer:
         port: int | None = None,
         max_payload: int | None = None,
         args: Sequence[str] = (),
+        config: str | None = None,
         ready_timeout: float = 20.0,
         binary: Path | None = None,
     ) -> None:
@@ -90,6 +102,7 @@ class NatsServer:
         self.port = free_port() if port is None else port
         self.max_payload = max_payload
         self.args = tuple(args)
+        self.config = config
         self.ready_timeout = ready_timeout
         self.binary = binary or find_nats_server()
         self.process: subprocess.Popen[bytes] | None = None
@@ -108,14 +121,18 @@ class NatsServer:
         return self.process is not None and self.process.poll() is None
 
     def command(self) -> list[str]:
-        """The server's command line (127.0.0.1, its port, JetStream in ``store_dir``)."""
-        config = self.store_dir.parent / f"nats-{self.port}.conf"
+        """The server's command line (127.0.0.1, its port, JetStream in ``store_dir``, and a
+        configuration file with ``config`` and ``max_payload`` when given)."""
+        path = self.store_dir.parent / f"nats-{self.port}.conf"
         command = [str(self.binary), "-a", "127.0.0.1", "-p", str(self.port)]
         command += ["-js", "-sd", str(self.store_dir)]
+        text = self.config or ""
         if self.max_payload is not None:
-            # max_payload has no command-line flag: a one-line configuration file carries it
-            config.write_text(f"max_payload: {int(self.max_payload)}\n")
-            command += ["-c", str(config)]
+            # max_payload has no command-line flag: the configuration file carries it
+            text += f"\nmax_payload: {int(self.max_payload)}\n"
+        if text:
+            path.write_text(text)
+            command += ["-c", str(path)]
         return command + list(self.args)
 
     def start(self) -> None:
@@ -208,10 +225,17 @@ class NatsServer:
 
 @contextmanager
 def nats_server(
-    directory: Path, *, max_payload: int | None = None, args: Sequence[str] = ()
+    directory: Path,
+    *,
+    max_payload: int | None = None,
+    args: Sequence[str] = (),
+    config: str | None = None,
 ) -> Iterator[NatsServer]:
-    """A running ``NatsServer`` whose store is ``directory/jetstream``; stopped on exit."""
-    server = NatsServer(Path(directory) / "jetstream", max_payload=max_payload, args=args)
+    """A running ``NatsServer`` whose store is ``directory/jetstream`` (``config``: its
+    configuration text, as for ``NatsServer``); stopped on exit."""
+    server = NatsServer(
+        Path(directory) / "jetstream", max_payload=max_payload, args=args, config=config
+    )
     server.start()
     try:
         yield server

@@ -19,7 +19,7 @@ from tests.relay.fake_relay import FakeRelay
 
 if TYPE_CHECKING:
     from pi_ask_sdk.fleet import Forwarder
-    from pi_ask_sdk.transports.nats import Fleet
+    from pi_ask_sdk.transports.nats import Fleet, NatsOptions
 
 
 def _ci() -> bool:
@@ -49,6 +49,7 @@ class Host:
     def __init__(self, directory: Path, url: str, host_id: str) -> None:
         self.directory = directory
         self.url = url
+        self.options: NatsOptions | str = url  # (credentials, for the permission tests)
         self.host_id = host_id
         self.relays: dict[int, FakeRelay] = {}
         self.pis: dict[int, subprocess.Popen[bytes]] = {}
@@ -74,15 +75,16 @@ class Host:
         proc.wait(10)
         await self.relays.pop(pid).stop()
 
-    async def start_forwarder(self, *, poll: float = 0.05) -> Forwarder:
+    async def start_forwarder(self, *, poll: float = 0.05, setup: bool = True) -> Forwarder:
         from pi_ask_sdk.fleet import Forwarder
 
         forwarder = Forwarder(
-            self.url,
+            self.options,
             host_id=self.host_id,
             directory=self.directory,
             poll=poll,
             idle_heartbeat=0.5,
+            setup=setup,
         )
         await forwarder.open()
         self.forwarder = forwarder

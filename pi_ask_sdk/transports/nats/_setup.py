@@ -17,7 +17,15 @@ import nats.js.errors
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
-from nats.js.api import DiscardPolicy, RetentionPolicy, StorageType, StreamConfig
+from nats.js.api import (
+    AckPolicy,
+    ConsumerConfig,
+    DeliverPolicy,
+    DiscardPolicy,
+    RetentionPolicy,
+    StorageType,
+    StreamConfig,
+)
 
 from pi_ask_sdk.errors import FleetPayloadTooLarge, FleetUnavailable
 
@@ -25,7 +33,14 @@ from .subjects import COMPRESS_OVER, FleetNames, Header
 
 log: Final = logging.getLogger("pi_ask_sdk.fleet")
 
-__all__ = ["FleetSettings", "NatsOptions", "connect_nats", "ensure_streams"]
+__all__ = [
+    "FleetSettings",
+    "NatsOptions",
+    "connect_nats",
+    "ensure_forwarder_consumer",
+    "ensure_streams",
+    "forwarder_consumer_config",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +52,10 @@ class NatsOptions:
     (a ``tls://`` URL alone uses the system's CAs); ``user``/``password`` and ``token`` are
     nats-py's. ``name`` labels the connection in the server's monitoring.
     ``max_reconnect_attempts`` is nats-py's (-1: retry for ever once connected, what a
-    forwarder wants); the first connection must succeed within ``connect_timeout`` seconds."""
+    forwarder wants); the first connection must succeed within ``connect_timeout`` seconds.
+    ``inbox_prefix`` replaces nats-py's ``_INBOX`` for this connection's reply subjects (and
+    its consumers' deliver subjects): give each NATS user its own and allow it only that, so
+    that no user reads another's replies (docs/fleet.md, Security)."""
 
     __module__ = "pi_ask_sdk.transports.nats"  # documented where users import it from
 
@@ -53,6 +71,7 @@ class NatsOptions:
     connect_timeout: float = 5.0
     reconnect_time_wait: float = 0.25
     max_reconnect_attempts: int = -1
+    inbox_prefix: str = "_INBOX"
 
     def ssl_context(self) -> ssl.SSLContext | None:
         """The TLS context from ``tls_ca``/``tls_cert``/``tls_key`` (None when none is set)."""
@@ -93,6 +112,7 @@ async def _connect(options: NatsOptions, servers: list[str]) -> Client:
         max_reconnect_attempts=options.max_reconnect_attempts,
         allow_reconnect=True,
         error_cb=_log_error,
+        inbox_prefix=options.inbox_prefix,
     )
 
 
@@ -169,6 +189,44 @@ async def ensure_streams(
                 await js.update_stream(config)  # exists with other settings
         except (nats.errors.Error, OSError, TimeoutError) as exc:
             raise FleetUnavailable(url, f"cannot set up stream {config.name} ({exc!r})") from exc
+
+
+def forwarder_consumer_config(
+    names: FleetNames, host: str, *, ack_wait: float = 10.0
+) -> ConsumerConfig:
+    """The durable consumer of SUBMITS that ``host``'s forwarder binds (``forward-<host>``):
+    push to ``names.forwarder_deliver(host)``, explicit acknowledgement, every submit of that
+    host's Pis (``<p>.<host>.*.submit``)."""
+    return ConsumerConfig(
+        durable_name=names.forwarder_consumer(host),
+        deliver_subject=names.forwarder_deliver(host),
+        filter_subject=names.host_submits(host),
+        ack_policy=AckPolicy.EXPLICIT,
+        ack_wait=ack_wait,
+        deliver_policy=DeliverPolicy.ALL,
+        max_ack_pending=10000,
+    )
+
+
+async def ensure_forwarder_consumer(
+    js: JetStreamContext, names: FleetNames, host: str, url: str, *, ack_wait: float = 10.0
+) -> None:
+    """Create ``host``'s submit consumer (``forwarder_consumer_config``) if it does not exist:
+    what an administrator runs, with ``ensure_streams``, before starting a forwarder whose NATS
+    user may not create consumers (``pi-ask forward --no-setup``; docs/fleet.md, Security).
+    Raises ``FleetUnavailable`` when JetStream refuses."""
+    durable = names.forwarder_consumer(host)
+    try:
+        try:
+            await js.consumer_info(names.submits_stream, durable)
+            return
+        except nats.js.errors.NotFoundError:
+            pass
+        await js.add_consumer(
+            names.submits_stream, forwarder_consumer_config(names, host, ack_wait=ack_wait)
+        )
+    except (nats.errors.Error, OSError, TimeoutError) as exc:
+        raise FleetUnavailable(url, f"cannot create the consumer {durable} ({exc!r})") from exc
 
 
 def encode_body(body: bytes, what: str, limit: int) -> tuple[bytes, dict[str, str]]:

@@ -14,6 +14,7 @@ subject                             stream      what
 ``<p>.<host>.<pid>.result.<tid>``   RESULTS     the host's submit-result, for the bridge that sent
 ``<p>._bridge.<bridge>``            (core)      a bridge's presence heartbeat (and its goodbye)
 ``<p>._probe``                      (core)      a forwarder asks every bridge to heartbeat now
+``<p>._take.<host>``                (push)      where SUBMITS delivers a host's submits
 ==================================  ==========  =========================================
 
 FLOWS keeps one message per subject (``max_msgs_per_subject=1``): the last word on each form
@@ -71,6 +72,18 @@ form JSON compresses well, so most forms far over 1 MiB still fit the server's m
 
 _HOST_ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 _PREFIX: Final = re.compile(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*")
+
+
+def _reader_api(stream: str) -> list[str]:
+    """JetStream API subjects of an ordered consumer of ``stream`` (create, info, delete, flow
+    control). nats-py creates it by ``$JS.API.CONSUMER.CREATE.<stream>`` (no filter in the
+    subject), so a reader of a stream may read all of it."""
+    return [
+        f"$JS.API.CONSUMER.CREATE.{stream}",
+        f"$JS.API.CONSUMER.INFO.{stream}.*",
+        f"$JS.API.CONSUMER.DELETE.{stream}.*",
+        f"$JS.FC.{stream}.>",
+    ]
 
 
 def check_host_id(host: str) -> str:
@@ -190,6 +203,12 @@ class FleetNames:
         """The durable consumer of SUBMITS that a host's forwarder reads."""
         return f"forward-{host}"
 
+    def forwarder_deliver(self, host: str) -> str:
+        """The subject the durable consumer ``forward-<host>`` pushes that host's submits to:
+        one per host (not an inbox), so that NATS permissions let only that host's forwarder
+        read it."""
+        return f"{self.prefix}._take.{host}"
+
     # --- stream subject sets ---
 
     @property
@@ -206,6 +225,51 @@ class FleetNames:
     def results_subjects(self) -> list[str]:
         """The subjects the results stream holds."""
         return [f"{self.prefix}.*.*.result.*"]
+
+    # --- NATS permissions (docs/fleet.md, Security) ---
+
+    def forwarder_permissions(self, host: str) -> dict[str, list[str]]:
+        """What ``host``'s forwarder needs to publish and subscribe to, and nothing more: its
+        own Pis' state, flow and result subjects, the probe, reading FLOWS (its look back),
+        binding and acknowledging its own submit consumer (made beforehand by an administrator:
+        ``ensure_forwarder_consumer``; run it with ``--no-setup``), its own inbox
+        (``<p>_INBOX_<host>``; connect with ``NatsOptions(inbox_prefix=...)`` of the same).
+        As ``{"publish": [...], "subscribe": [...]}``: the ``allow`` lists of a nats-server
+        user's ``permissions``."""
+        p, flows, submits = self.prefix, self.flows_stream, self.submits_stream
+        durable = self.forwarder_consumer(host)
+        return {
+            "publish": [
+                f"{p}.{host}.*.state",
+                f"{p}.{host}.*.flow.*",
+                f"{p}.{host}.*.result.*",
+                self.probe,
+                *_reader_api(flows),
+                f"$JS.API.CONSUMER.INFO.{submits}.{durable}",
+                f"$JS.ACK.{submits}.{durable}.>",
+            ],
+            "subscribe": [self.all_bridges, self.forwarder_deliver(host), self.inbox(host) + ".>"],
+        }
+
+    def bridge_permissions(self, bridge: str) -> dict[str, list[str]]:
+        """What a bridge (``Fleet``, with ``setup=False``) needs: publish submits for every
+        host and its presence heartbeat, read FLOWS and RESULTS, its own inbox
+        (``inbox(bridge)``). No forwarder subject: it cannot fake a form, a Pi or a result.
+        ``bridge`` names the NATS user (it need not be ``Fleet``'s ``bridge_id``)."""
+        return {
+            "publish": [
+                f"{self.prefix}.*.*.submit",
+                self.all_bridges,
+                *_reader_api(self.flows_stream),
+                *_reader_api(self.results_stream),
+            ],
+            "subscribe": [self.probe, self.inbox(bridge) + ".>"],
+        }
+
+    def inbox(self, user: str) -> str:
+        """An inbox prefix of one NATS user's own (``NatsOptions(inbox_prefix=...)``), so that
+        no user may read another's replies or consumer deliveries."""
+        return f"_INBOX_{self._stem}_{user}"
 
     def parse(self, subject: str) -> tuple[str, int, str, str] | None:
         """``(host, pid, kind, rest)`` of a per-Pi subject (``kind``: state, flow, submit or

@@ -1,0 +1,294 @@
+"""docs/fleet.md's security model against a real nats-server with per-user permissions: each
+host's forwarder and the bridge get exactly ``FleetNames.forwarder_permissions`` /
+``bridge_permissions``; an administrator made the streams and the hosts' submit consumers."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import nats
+import nats.errors
+import nats.js.errors
+import pytest
+import pytest_asyncio
+from nats.aio.client import Client
+from nats.aio.msg import Msg
+from nats.js.api import ConsumerConfig
+
+from pi_ask_sdk import BridgeClient, SubmitAccepted
+from pi_ask_sdk.testing import yes_no_params
+from pi_ask_sdk.testing.nats_server import NatsServer, nats_server
+from pi_ask_sdk.transports.nats import (
+    Fleet,
+    FleetNames,
+    FleetPi,
+    FleetSettings,
+    NatsOptions,
+    connect_nats,
+    ensure_forwarder_consumer,
+    ensure_streams,
+)
+
+from .conftest import Host
+from .kit import relay_answered, yes
+
+NAMES = FleetNames()
+FAKE = b'{"fake":true}'
+PASSWORDS = {"admin": "admin-pw", "forward-a": "a-pw", "forward-b": "b-pw", "bridge": "bridge-pw"}
+
+
+def _user(name: str, permissions: dict[str, list[str]] | None) -> dict[str, object]:
+    user: dict[str, object] = {"user": name, "password": PASSWORDS[name]}
+    if permissions is not None:
+        user["permissions"] = {
+            "publish": {"allow": permissions["publish"]},
+            "subscribe": {"allow": permissions["subscribe"]},
+        }
+    return user
+
+
+CONFIG = "authorization " + json.dumps(
+    {
+        "users": [
+            _user("admin", None),
+            _user("forward-a", NAMES.forwarder_permissions("host-a")),
+            _user("forward-b", NAMES.forwarder_permissions("host-b")),
+            _user("bridge", NAMES.bridge_permissions("bridge")),
+        ]
+    }
+)
+
+
+def options(server: NatsServer, user: str, inbox: str) -> NatsOptions:
+    return NatsOptions(
+        server.url, user=user, password=PASSWORDS[user], inbox_prefix=NAMES.inbox(inbox)
+    )
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[NatsServer]:
+    with nats_server(tmp_path / "nats", config=CONFIG) as started:
+        yield started
+
+
+@pytest_asyncio.fixture
+async def admin(server: NatsServer) -> AsyncIterator[Client]:
+    """The administrator's connection, after it made the streams and both submit consumers."""
+    nc = await connect_nats(NatsOptions(server.url, user="admin", password=PASSWORDS["admin"]))
+    js = nc.jetstream()
+    await ensure_streams(js, NAMES, FleetSettings(), server.url)
+    for host in ("host-a", "host-b"):
+        await ensure_forwarder_consumer(js, NAMES, host, server.url)
+    yield nc
+    await nc.close()
+
+
+def violations(server: NatsServer) -> list[str]:
+    """What the server logged as refused (it logs every permission violation)."""
+    return [line for line in server.log if "Violation" in line]
+
+
+class Attacker:
+    """A raw NATS client with someone's credentials, recording what the server refused."""
+
+    def __init__(self) -> None:
+        self.refused: list[str] = []
+        self.nc: Client | None = None
+
+    async def connect(self, server: NatsServer, user: str, inbox: str) -> Client:
+        async def on_error(exc: Exception) -> None:
+            self.refused.append(str(exc))
+
+        self.nc = await nats.connect(
+            server.url,
+            user=user,
+            password=PASSWORDS[user],
+            inbox_prefix=NAMES.inbox(inbox),
+            error_cb=on_error,
+            allow_reconnect=False,
+        )
+        return self.nc
+
+    async def publish_refused(self, subject: str) -> None:
+        """A JetStream publish on ``subject`` is never stored: no acknowledgement comes, and
+        the server says it refused it."""
+        assert self.nc is not None
+        with pytest.raises(nats.errors.TimeoutError):
+            await self.nc.jetstream().publish(subject, FAKE, timeout=1.0)
+        await self.nc.flush(5)
+        assert any(f'publish to "{subject.lower()}"' in r.lower() for r in self.refused), (
+            self.refused
+        )
+
+
+async def _host(tmp_path: Path, server: NatsServer, host_id: str, user: str) -> Host:
+    made = Host(tmp_path / host_id, server.url, host_id)
+    made.directory.mkdir(mode=0o700)
+    made.options = options(server, user, host_id)
+    return made
+
+
+async def _stored(admin: Client, subject: str) -> bool:
+    """Whether FLOWS or RESULTS holds the attacker's message on ``subject`` (the admin looks)."""
+    js = admin.jetstream()
+    for stream in (NAMES.flows_stream, NAMES.results_stream):
+        with contextlib.suppress(nats.js.errors.NotFoundError):
+            if (await js.get_last_msg(stream, subject)).data == FAKE:
+                return True
+    return False
+
+
+@pytest.mark.asyncio
+async def test_a_host_cannot_fake_another_hosts_forms_nor_take_its_submits(
+    tmp_path: Path, server: NatsServer, admin: Client
+) -> None:
+    host_a = await _host(tmp_path, server, "host-a", "forward-a")
+    host_b = await _host(tmp_path, server, "host-b", "forward-b")
+    attacker = Attacker()
+    try:
+        pi_b = await host_b.start_pi()
+        await host_a.start_pi()
+        await host_a.start_forwarder(setup=False)
+        await host_b.start_forwarder(setup=False)
+        async with Fleet(options(server, "bridge", "bridge"), setup=False, heartbeat=0.2) as fleet:
+            await fleet.wait_pi("host-b", pi_b.pid)
+            handle = pi_b.open_form(yes_no_params(), "b-form")
+            async with BridgeClient(fleet.transport("host-b", pi_b.pid)) as client:
+                flow = await client.flows().next(timeout=10)
+                # host B's forwarder is away: the bridge's submit waits in the stream
+                await host_b.stop_forwarder()
+                ticket = await client.submit(flow, yes(flow))
+
+                assert violations(server) == []  # the prescribed permissions suffice
+                nc = await attacker.connect(server, "forward-a", "host-a")
+                js = nc.jetstream()
+                pid = pi_b.pid
+                # host A cannot publish host B's Pi, forms or results ...
+                for subject in (
+                    NAMES.state("host-b", pid),
+                    NAMES.flow("host-b", pid, "tool:fake"),
+                    NAMES.result("host-b", pid, "anybridge"),
+                    NAMES.submit("host-b", pid),  # ... nor submit (answer) for it
+                    NAMES.bridge("fake-answerer"),  # ... nor pose as an answering bridge
+                ):
+                    await attacker.publish_refused(subject)
+                    assert not await _stored(admin, subject), subject
+                # ... nor take its submits: not by binding its consumer, not by a consumer
+                # of its own, not by reading its deliver subject, not by acknowledging them.
+                with pytest.raises((nats.errors.TimeoutError, nats.js.errors.Error)):
+                    await js.subscribe(
+                        NAMES.host_submits("host-b"),
+                        durable=NAMES.forwarder_consumer("host-b"),
+                        stream=NAMES.submits_stream,
+                        manual_ack=True,
+                        cb=_never,
+                    )
+                with pytest.raises((nats.errors.TimeoutError, nats.js.errors.Error)):
+                    await js.add_consumer(
+                        NAMES.submits_stream,
+                        ConsumerConfig(
+                            filter_subject=NAMES.host_submits("host-b"),
+                            deliver_subject=NAMES.inbox("host-a") + ".steal",
+                        ),
+                        timeout=1.0,
+                    )
+                with pytest.raises(nats.errors.TimeoutError):
+                    await nc.request(
+                        f"$JS.API.CONSUMER.MSG.NEXT.{NAMES.submits_stream}.forward-host-b",
+                        b"1",
+                        timeout=1.0,
+                    )
+                stolen: list[bytes] = []
+
+                async def steal(msg: Msg) -> None:
+                    stolen.append(msg.data)
+
+                await nc.subscribe(NAMES.forwarder_deliver("host-b"), cb=steal)
+                await nc.subscribe(NAMES.inbox("host-b") + ".>", cb=steal)
+                await nc.publish(f"$JS.ACK.{NAMES.submits_stream}.forward-host-b.1.1.1.1.0", b"")
+                await nc.flush(5)
+                refused = " ".join(attacker.refused).lower()
+                assert NAMES.forwarder_deliver("host-b").lower() in refused
+                assert "subscription" in refused
+                info = await admin.jetstream().consumer_info(
+                    NAMES.submits_stream, NAMES.forwarder_consumer("host-b")
+                )
+                assert info.num_pending + info.num_ack_pending == 1, info  # still there
+
+                # host B's forwarder comes back, takes the submit, and the form is answered
+                await host_b.start_forwarder(setup=False)
+                outcome = await client.await_result(ticket, timeout=20)
+                assert isinstance(outcome, SubmitAccepted), outcome
+                assert stolen == []
+                assert relay_answered(pi_b, flow.flow_id) == 1
+                assert not handle.is_open
+                assert all(
+                    m.get("type") != "emit" for r in host_a.relays.values() for m in r.received
+                )
+    finally:
+        if attacker.nc is not None:
+            await attacker.nc.close()
+        await host_a.close()
+        await host_b.close()
+
+
+async def _never(msg: Msg) -> None:
+    raise AssertionError(f"a submit reached the wrong host: {msg.subject}")
+
+
+@pytest.mark.asyncio
+async def test_the_bridge_permissions_serve_forms_and_cannot_fake_forwarders(
+    tmp_path: Path, server: NatsServer, admin: Client
+) -> None:
+    host_a = await _host(tmp_path, server, "host-a", "forward-a")
+    attacker = Attacker()
+    try:
+        relay = await host_a.start_pi()
+        await host_a.start_forwarder(setup=False)
+        answered: asyncio.Queue[tuple[str, int, str]] = asyncio.Queue()
+
+        async def handler(client: BridgeClient, pi: FleetPi) -> None:
+            async for flow in client.flows():
+                outcome = await client.respond(flow, yes(flow), timeout=10)
+                assert isinstance(outcome, SubmitAccepted), outcome
+                await answered.put((pi.host, pi.pid, flow.tool_call_id or ""))
+
+        stop = asyncio.Event()
+        async with Fleet(options(server, "bridge", "bridge"), setup=False, heartbeat=0.2) as fleet:
+            serving = asyncio.create_task(fleet.serve(handler, stop=stop))
+            try:
+                # the forwarder hears the bridge's presence: the relay gets an answerer
+                await relay.wait_answerers(1, 10)
+                handle = relay.open_form(yes_no_params(), "served")
+                assert await asyncio.wait_for(answered.get(), 15) == ("host-a", relay.pid, "served")
+                assert not handle.is_open
+            finally:
+                stop.set()
+                await asyncio.wait_for(serving, 10)
+
+        assert violations(server) == []  # the prescribed permissions suffice
+        nc = await attacker.connect(server, "bridge", "bridge")
+        pid = relay.pid
+        for subject in (
+            NAMES.state("host-a", pid),
+            NAMES.flow("host-a", pid, "tool:fake"),
+            NAMES.result("host-a", pid, "anybridge"),
+        ):
+            await attacker.publish_refused(subject)
+            assert not await _stored(admin, subject), subject
+        with pytest.raises((nats.errors.TimeoutError, nats.js.errors.Error)):
+            await nc.jetstream().subscribe(
+                NAMES.host_submits("host-a"),
+                durable=NAMES.forwarder_consumer("host-a"),
+                stream=NAMES.submits_stream,
+                manual_ack=True,
+                cb=_never,
+            )
+    finally:
+        if attacker.nc is not None:
+            await attacker.nc.close()
+        await host_a.close()
