@@ -226,7 +226,6 @@ async def watch_fleet(
             await flows.start(timeout)
         except (asyncio.TimeoutError, nats.errors.Error, OSError) as exc:
             raise FleetUnavailable(options.url, f"the streams cannot be read ({exc!r})") from exc
-        _raise_swallowed_cancel()
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(broken.wait(), duration)
         if broken.is_set():
@@ -240,13 +239,3 @@ async def watch_fleet(
         with contextlib.suppress(nats.errors.Error, OSError, asyncio.TimeoutError):
             await asyncio.wait_for(nc.close(), 5)
     return 0
-
-
-def _raise_swallowed_cancel() -> None:
-    """Raise the cancellation of this task that Python 3.11's ``wait_for`` swallowed: a cancel
-    that came as the awaited snapshot completed (the last snapshot line printed, the watch
-    stopped at once) left the task marked cancelling, waiting for ever."""
-    task = asyncio.current_task()
-    cancelling = getattr(task, "cancelling", None)  # (Python 3.11+)
-    if cancelling is not None and cancelling():
-        raise asyncio.CancelledError

@@ -23,7 +23,7 @@ from pi_ask_sdk.client import BridgeClient
 from pi_ask_sdk.errors import FleetError, FleetUnavailable, InvalidArgument, InvalidUse
 from pi_ask_sdk.transports.relay import RelayRole
 
-from ._follow import Follower
+from ._follow import Follower, within
 from ._setup import (
     ENCODER,
     HEARTBEAT_DECODER,
@@ -320,7 +320,7 @@ class Fleet:
                 await follower.start(timeout)
             except (nats.errors.Error, OSError) as exc:
                 raise FleetUnavailable(self.url, f"cannot follow Pi {pid} ({exc!r})") from exc
-            return await asyncio.wait_for(found, timeout)
+            return await within(found, timeout)  # (a cancel is never swallowed: _follow)
         finally:
             await follower.stop()
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
-from typing import Final
+from collections.abc import Awaitable, Callable
+from typing import Final, TypeVar
 
 import nats.errors
 from nats.aio.msg import Msg
@@ -23,6 +23,32 @@ from nats.js.api import DeliverPolicy
 log: Final = logging.getLogger("pi_ask_sdk.fleet")
 
 MsgHandler = Callable[[Msg], None]
+T = TypeVar("T")
+
+
+async def within(awaitable: Awaitable[T], timeout: float) -> T:
+    """``asyncio.wait_for(awaitable, timeout)`` that never loses a cancellation.
+
+    Before Python 3.12, ``wait_for`` returns the result when the caller is cancelled just as
+    the awaited thing completes: the cancellation is swallowed, and a caller that then waits
+    for something that never comes (a watch for ever, ``NatsTransport.open`` cancelled by its
+    client's timeout) hangs. Here a cancellation always raises ``CancelledError`` (the awaited
+    thing is cancelled, or left completed: its result is the caller's to clean up, as
+    ``Follower.start`` does); ``TimeoutError`` after ``timeout`` seconds (it is cancelled)."""
+    task = asyncio.ensure_future(awaitable)
+    try:
+        done, _ = await asyncio.wait((task,), timeout=max(0.0, timeout))
+    except asyncio.CancelledError:
+        task.cancel()
+        await asyncio.wait((task,))  # (its cancellation, or its completion, is in)
+        raise
+    if not done:
+        task.cancel()
+        await asyncio.wait((task,))
+        if not task.cancelled() and task.exception() is None:
+            return task.result()  # it completed as it was being cancelled
+        raise asyncio.TimeoutError
+    return task.result()
 
 
 class Follower:
@@ -61,29 +87,32 @@ class Follower:
         Raises ``TimeoutError`` or the nats-py error (the follower is stopped then)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        try:
-            self._sub = await asyncio.wait_for(
-                self._js.subscribe(
-                    self._subject,
-                    stream=self._stream,
-                    cb=self._on_msg,
-                    ordered_consumer=True,
-                    deliver_policy=self._policy,
-                    idle_heartbeat=self._idle_heartbeat,
-                ),
-                timeout,
+        subscribing = asyncio.ensure_future(
+            self._js.subscribe(
+                self._subject,
+                stream=self._stream,
+                cb=self._on_msg,
+                ordered_consumer=True,
+                deliver_policy=self._policy,
+                idle_heartbeat=self._idle_heartbeat,
             )
+        )
+        try:
+            # ``within``, not ``wait_for``: a cancel that comes as a wait completes must stop
+            # the caller (before Python 3.12 wait_for swallowed it: a hung open or watch).
+            self._sub = await within(subscribing, timeout)
             if self._policy is DeliverPolicy.NEW:
                 self._caught_up.set()
                 return
-            info = await asyncio.wait_for(
-                self._sub.consumer_info(), max(0.01, deadline - loop.time())
-            )
+            info = await within(self._sub.consumer_info(), max(0.01, deadline - loop.time()))
             delivered = info.delivered.consumer_seq if info.delivered is not None else 0
             if not info.num_pending and self._received >= (delivered or 0):
                 self._caught_up.set()
-            await asyncio.wait_for(self._caught_up.wait(), max(0.01, deadline - loop.time()))
+            await within(self._caught_up.wait(), max(0.01, deadline - loop.time()))
         except BaseException:
+            subscribed = subscribing.done() and not subscribing.cancelled()
+            if self._sub is None and subscribed and subscribing.exception() is None:
+                self._sub = subscribing.result()  # it subscribed as it was cancelled
             await self.stop()
             raise
 
