@@ -178,6 +178,18 @@ async def _forwarders(js: JetStreamContext, names: FleetNames, found: FleetSurve
         host = found.hosts.setdefault(name[len(prefix) :], HostSeen(name[len(prefix) :]))
         host.forwarder = bool(consumer.push_bound)
         host.waiting = int(consumer.num_pending or 0) + int(consumer.num_ack_pending or 0)
+    # A forwarder counts as connected only while it heartbeats too: the server keeps a cut-off
+    # one's binding until it misses its pings (minutes); FORWARDERS keeps each heartbeat only
+    # forwarder_timeout seconds (docs/fleet.md, Forwarder liveness).
+    for host in found.hosts.values():
+        if not host.forwarder:
+            continue
+        try:
+            await js.get_last_msg(names.forwarders_stream, names.forwarder(host.host))
+        except nats.js.errors.NotFoundError as exc:
+            if exc.err_code == 10059:  # no FORWARDERS stream: forwarders older than heartbeats
+                return  # (their binding alone tells)
+            host.forwarder = False  # (10037: no heartbeat within forwarder_timeout)
 
 
 async def _pis(js: JetStreamContext, names: FleetNames, found: FleetSurvey) -> None:

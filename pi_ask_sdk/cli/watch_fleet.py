@@ -13,6 +13,7 @@ import asyncio
 import base64
 import contextlib
 import dataclasses
+import logging
 from collections.abc import Mapping
 
 import msgspec
@@ -38,6 +39,8 @@ from .text import clean, echo, json_line
 from .watch import Write, describe, shown
 
 __all__ = ["FleetPrinter", "watch_fleet"]
+
+log = logging.getLogger("pi_ask_sdk.fleet")
 
 _STATE = msgspec.json.Decoder(PiState)
 _TOO_LARGE = msgspec.json.Decoder(TooLarge)
@@ -67,6 +70,8 @@ class FleetPrinter:
         self._json = as_json
         self.live = False
         self._flow_ids: dict[str, str] = {}  # flow subject -> flow id, while the form is open
+        self.hosts_up: dict[str, set[int]] = {}  # host -> its Pis shown up
+        self.gone_forwarders: set[str] = set()
 
     def flows(self, msg: Msg) -> None:
         parsed = self._names.parse(msg.subject)
@@ -95,6 +100,11 @@ class FleetPrinter:
         except msgspec.DecodeError:
             self._say(host, pid, "a state message that cannot be read", {"error": "bad state"})
             return
+        pis = self.hosts_up.setdefault(host, set())
+        if state.state == "up":
+            pis.add(pid)
+        else:
+            pis.discard(pid)
         if not self.live and state.state != "up":
             return
         about = f"Pi {state.pi_version} in {state.cwd}" if state.state == "up" else state.detail
@@ -159,6 +169,25 @@ class FleetPrinter:
             why = f"payload not printable ({type(error).__name__})"
             self._say(host, pid, f"{clean(channel)}: {why}", {"channel": channel, "error": why})
 
+    def forwarder(self, host: str, alive: bool, silent: float) -> None:
+        """A host's forwarder went silent past ``silent`` seconds, or beats again after."""
+        if alive == (host not in self.gone_forwarders):
+            return
+        if alive:
+            self.gone_forwarders.discard(host)
+            text = "forwarder back: its Pis' open forms are served again"
+        else:
+            self.gone_forwarders.add(host)
+            count = len(self.hosts_up.get(host, ()))
+            text = (
+                f"forwarder gone: no heartbeat for {silent:g} s; its {count} Pi(s) shown up "
+                "cannot be answered (their forms are ended for bridges)"
+            )
+        if self._json:
+            self._write(json_line({"host": host, "forwarder": "back" if alive else "gone"}))
+        else:
+            self._write(f"[{clean(host)}] {text}")
+
     def _say(self, host: str, pid: int, text: str, record: Mapping[str, object]) -> None:
         if self._json:
             self._write(json_line({"host": host, "pid": pid, **record}))
@@ -174,10 +203,13 @@ async def watch_fleet(
     as_json: bool = False,
     duration: float | None = None,
     timeout: float = 10.0,
+    forwarder_timeout: float = 10.0,
 ) -> int:
     """Print the fleet's Pis and forms until cancelled (or for ``duration`` seconds, or until
-    the output is closed: ``BrokenPipeError``). Raises ``FleetUnavailable`` when the server
-    cannot be reached or the fleet's streams do not exist (no forwarder ever connected)."""
+    the output is closed: ``BrokenPipeError``), and each host whose forwarder has not
+    heartbeaten for ``forwarder_timeout`` seconds ("forwarder gone"; then "back"). Raises
+    ``FleetUnavailable`` when the server cannot be reached or the fleet's streams do not exist
+    (no forwarder ever connected)."""
     names = names or FleetNames()
     if options.name is None:
         options = dataclasses.replace(options, name="pi-ask watch")
@@ -200,6 +232,22 @@ async def watch_fleet(
         printer.flows(msg)
 
     flows = Follower(js, names.flows_stream, f"{names.prefix}.>", on_flow)
+    alive: dict[str, asyncio.TimerHandle] = {}
+    loop = asyncio.get_running_loop()
+
+    def silent(host: str) -> None:
+        alive.pop(host, None)
+        printer.forwarder(host, False, forwarder_timeout)
+
+    def on_beat(msg: Msg) -> None:
+        host = msg.subject.rsplit(".", 1)[-1]
+        handle = alive.pop(host, None)
+        if handle is not None:
+            handle.cancel()
+        alive[host] = loop.call_later(forwarder_timeout, silent, host)
+        printer.forwarder(host, True, forwarder_timeout)
+
+    beats = Follower(js, names.forwarders_stream, names.all_forwarders, on_beat)
     results = Follower(
         js,
         names.results_stream,
@@ -226,6 +274,15 @@ async def watch_fleet(
             await flows.start(timeout)
         except (asyncio.TimeoutError, nats.errors.Error, OSError) as exc:
             raise FleetUnavailable(options.url, f"the streams cannot be read ({exc!r})") from exc
+        try:
+            await beats.start(timeout)
+        except (asyncio.TimeoutError, nats.errors.Error, OSError) as exc:
+            # (forwarders older than their heartbeats: no FORWARDERS stream)
+            log.info("pi_ask_sdk.fleet: watch: no forwarder heartbeats (%r)", exc)
+        else:
+            for host, pis in printer.hosts_up.items():
+                if pis and host not in alive:  # silent already when the watch started
+                    printer.forwarder(host, False, forwarder_timeout)
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(broken.wait(), duration)
         if broken.is_set():
@@ -233,7 +290,9 @@ async def watch_fleet(
     finally:
         # Bounded: removing an ephemeral consumer is a request the server may answer late (a
         # consumer it has not yet seen go is dropped by the server itself when idle).
-        for follower in (flows, results):
+        for handle in alive.values():
+            handle.cancel()
+        for follower in (flows, results, beats):
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(follower.stop(), 2)
         with contextlib.suppress(nats.errors.Error, OSError, asyncio.TimeoutError):

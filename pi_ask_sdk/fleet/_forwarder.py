@@ -27,6 +27,7 @@ from pi_ask_sdk.transports.nats import (
     FleetNames,
     FleetSettings,
     Follower,
+    ForwarderBeat,
     Header,
     Heartbeat,
     NatsOptions,
@@ -62,6 +63,10 @@ class Forwarder:
     host its own. ``directory`` is the relay directory (default ``relay_dir()``), polled every
     ``poll`` seconds for Pis that start later.
 
+    Liveness: it heartbeats every ``heartbeat`` seconds on ``<p>._forwarder.<host>`` (kept in
+    the FORWARDERS stream); bridges report the Pis of a host silent past
+    ``FleetSettings.forwarder_timeout`` ended.
+
     Presence: the forwarder tells its relays it is an answerer only while at least one
     answering bridge heartbeats (for this host, or for every host); a bridge counts as gone
     ``presence_factor`` heartbeat intervals after its last heartbeat, at once when it says bye.
@@ -87,6 +92,7 @@ class Forwarder:
         idle_heartbeat: float = 1.0,
         ack_wait: float = 10.0,
         setup: bool = True,
+        heartbeat: float = 1.0,
     ) -> None:
         self._options = NatsOptions(url=options) if isinstance(options, str) else options
         self.host_id = check_host_id(host_id if host_id is not None else default_host_id())
@@ -98,6 +104,8 @@ class Forwarder:
         self._idle_heartbeat = idle_heartbeat
         self._ack_wait = ack_wait
         self._setup = setup
+        self._heartbeat = heartbeat
+        self._beating: asyncio.Task[None] | None = None
         self.forwarder_id = secrets.token_hex(6)
         self.book = SubmitBook()
         self.closing = False
@@ -170,6 +178,8 @@ class Forwarder:
             await self._read_priors()
             await self._nc.subscribe(self.names.all_bridges, cb=self._on_heartbeat)
             await self._nc.publish(self.names.probe, b"")
+            await self._beat()
+            self._beating = asyncio.get_running_loop().create_task(self._beat_loop())
         except BaseException:
             await self.close()
             raise
@@ -247,6 +257,10 @@ class Forwarder:
         for handle in self._answerers.values():
             handle.cancel()
         self._answerers.clear()
+        if self._beating is not None:
+            self._beating.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._beating
         tasks = list(self._tasks.values())
         for task in tasks:
             task.cancel()
@@ -337,6 +351,26 @@ class Forwarder:
     async def _publish_now(self, subject: str, body: bytes, headers: dict[str, str]) -> None:
         with contextlib.suppress(nats.errors.Error, OSError, asyncio.TimeoutError):
             await self.js.publish(subject, body, timeout=5.0, headers=headers)
+
+    # --- liveness ---
+
+    async def _beat(self) -> None:
+        nc = self._nc
+        if nc is None or not nc.is_connected:
+            return  # (silence while away from the server is the truth: bridges cannot reach us)
+        beat = ForwarderBeat(
+            host=self.host_id,
+            forwarder=self.forwarder_id,
+            interval=self._heartbeat,
+            pids=self.pids,
+        )
+        with contextlib.suppress(nats.errors.Error, OSError):
+            await nc.publish(self.names.forwarder(self.host_id), msgspec.json.encode(beat))
+
+    async def _beat_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self._heartbeat)  # the heartbeat's period, not a synchronisation
+            await self._beat()
 
     # --- presence ---
 

@@ -36,9 +36,7 @@ FIGURES = [
 
 
 @pytest.mark.parametrize(("mode", "status"), [("--quick", 1), ("--smoke", 0)])
-def test_a_quick_fleet_bench_prints_its_figures_and_its_exit_status(
-    mode: str, status: int
-) -> None:
+def test_a_quick_fleet_bench_prints_its_figures_and_its_exit_status(mode: str, status: int) -> None:
     extra = [] if mode == "--quick" else ["--smoke"]
     done = run_with_target("fleet.py", "RTT_RATIO_TARGET", 0.0, *extra)
     assert "Traceback" not in done.stderr, done.stderr

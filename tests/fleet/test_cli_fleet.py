@@ -78,11 +78,16 @@ class Lines:
 
 @contextlib.asynccontextmanager
 async def watching(
-    url: str, *, as_json: bool = False
+    url: str, *, as_json: bool = False, forwarder_timeout: float = 10.0
 ) -> AsyncIterator[tuple[Lines, asyncio.Task[int]]]:
     lines = Lines()
     task = asyncio.get_running_loop().create_task(
-        watch_fleet(NatsOptions(url), write=lines.write, as_json=as_json)
+        watch_fleet(
+            NatsOptions(url),
+            write=lines.write,
+            as_json=as_json,
+            forwarder_timeout=forwarder_timeout,
+        )
     )
     task.add_done_callback(lambda _: lines._new.set())
     lines.task = task
@@ -217,6 +222,22 @@ async def test_watch_shows_open_forms_then_forms_as_they_start_and_complete(
         await lines.until(lambda line: line.startswith(f"{tag} gone tool:before: ended without"))
         await lines.until(lambda line: line == f"{tag} gone: the Pi exited or its relay closed")
     assert not any("tool:after" in line and "gone" in line for line in lines.seen)
+
+
+@pytest.mark.asyncio
+async def test_watch_says_when_a_hosts_forwarder_goes_silent_and_when_it_is_back(
+    nats_server: NatsServer, host: Host, fleet: Fleet
+) -> None:
+    relay = await host.start_pi()
+    await host.start_forwarder()
+    await fleet.wait_pi("h1", relay.pid)
+    async with watching(nats_server.url, forwarder_timeout=1.5) as (lines, _):
+        await lines.until(lambda line: line == f"[h1 pi {relay.pid}] up: Pi fake in /fake")
+        await host.stop_forwarder()  # silent from now on (its Pi stays up in FLOWS)
+        gone = await lines.until(lambda line: line.startswith("[h1] forwarder gone"))
+        assert "no heartbeat for 1.5 s; its 1 Pi(s) shown up cannot be answered" in gone
+        await host.start_forwarder()
+        await lines.until(lambda line: line.startswith("[h1] forwarder back"))
 
 
 @pytest.mark.asyncio

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from ._follow import Follower
     from ._setup import (
         FleetSettings,
+        ForwarderBeat,
         Heartbeat,
         NatsOptions,
         PiState,
@@ -55,6 +56,7 @@ __all__ = [
     "FleetUnavailable",
     "FlowKind",
     "Follower",
+    "ForwarderBeat",
     "Header",
     "Heartbeat",
     "NatsOptions",
@@ -82,6 +84,7 @@ _LAZY = {
     "serve_fleet": "_fleet",
     "FleetSettings": "_setup",
     "Heartbeat": "_setup",
+    "ForwarderBeat": "_setup",
     "NatsOptions": "_setup",
     "PiState": "_setup",
     "TooLarge": "_setup",

@@ -26,6 +26,7 @@ from pi_ask_sdk.transports.relay import RelayRole
 from ._follow import Follower, within
 from ._setup import (
     ENCODER,
+    FORWARDER_BEAT_DECODER,
     HEARTBEAT_DECODER,
     STATE_DECODER,
     FleetSettings,
@@ -80,6 +81,12 @@ class Fleet:
 
     ``transport(host, pid)`` makes a ``NatsTransport`` for one Pi; ``pis()`` lists the Pis up
     now; ``serve(handler)`` runs ``handler(client, pi)`` for every Pi, now and later.
+
+    Forwarder liveness: a host whose forwarder has not heartbeaten for
+    ``settings.forwarder_timeout`` seconds (10 s) is "forwarder gone": its Pis are left out of
+    ``pis()``, its transports end (``disconnected``: pending submits ``SubmitLost``) and
+    ``open`` refuses them (``FleetPiNotFound``); ``serve`` serves them again when it beats
+    again (``forwarder_alive(host)``).
     Raises ``FleetUnavailable`` (from ``open``) when the server or its JetStream is unreachable.
     """
 
@@ -120,6 +127,9 @@ class Fleet:
         self._transports: set[NatsTransport] = set()
         self._tasks: list[asyncio.Task[None]] = []
         self._closed = False
+        self._alive: dict[str, asyncio.TimerHandle] = {}  # host -> when it counts as gone
+        self._liveness: Follower | None = None
+        self._host_watchers: list[Callable[[str, bool], None]] = []
 
     # --- lifecycle ---
 
@@ -136,6 +146,7 @@ class Fleet:
         try:
             if self._setup:
                 await ensure_streams(self._js, self._names, self._settings, self.url)
+            await self._follow_forwarders()
             if self._role == "answerer":
                 await nc.subscribe(self._names.probe, cb=self._on_probe)
                 await self._beat()
@@ -155,6 +166,11 @@ class Fleet:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks.clear()
+        for handle in self._alive.values():
+            handle.cancel()
+        if self._liveness is not None:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._liveness.stop(), 2)
         for transport in list(self._transports):
             transport._fleet_closed()
         nc, self._nc = self._nc, None
@@ -233,6 +249,84 @@ class Fleet:
     def _detach(self, transport: NatsTransport) -> None:
         self._transports.discard(transport)
 
+    # --- forwarder liveness ---
+
+    async def _follow_forwarders(self) -> None:
+        """The forwarders' heartbeats: the FORWARDERS stream's last one per host (younger than
+        ``forwarder_timeout``), then each as it comes."""
+        follower = Follower(
+            self.js,
+            self._names.forwarders_stream,
+            self._names.all_forwarders,
+            self._on_forwarder_beat,
+            idle_heartbeat=self.idle_heartbeat,
+        )
+        try:
+            await follower.start(10.0)
+        except (asyncio.TimeoutError, nats.errors.Error, OSError) as exc:
+            raise FleetUnavailable(
+                self.url, f"the forwarders' heartbeats cannot be read ({exc!r})"
+            ) from exc
+        self._liveness = follower
+
+    def forwarder_alive(self, host: str) -> bool:
+        """Whether ``host``'s forwarder heartbeat within the last ``forwarder_timeout`` s."""
+        return host in self._alive
+
+    async def wait_forwarder(self, host: str, timeout: float) -> bool:
+        """Whether ``host``'s forwarder is alive now or heartbeats within ``timeout`` seconds
+        (its heartbeat and its Pis' states come through different consumers: either may be
+        delivered first)."""
+        if self.forwarder_alive(host):
+            return True
+        heard = asyncio.get_running_loop().create_future()
+
+        def on_host(changed: str, alive: bool) -> None:
+            if alive and changed == host and not heard.done():
+                heard.set_result(True)
+
+        self._host_watchers.append(on_host)
+        try:
+            return bool(await within(heard, timeout))
+        except asyncio.TimeoutError:
+            return False
+        finally:
+            self._host_watchers.remove(on_host)
+
+    def _on_forwarder_beat(self, msg: Msg) -> None:
+        try:
+            beat = FORWARDER_BEAT_DECODER.decode(msg.data)
+            host = check_host_id(beat.host)
+        except (msgspec.DecodeError, InvalidArgument):
+            log.warning("pi_ask_sdk.fleet: skipped a bad forwarder heartbeat on %s", msg.subject)
+            return
+        if msg.subject != self._names.forwarder(host):
+            return
+        handle = self._alive.pop(host, None)
+        if handle is not None:
+            handle.cancel()
+        loop = asyncio.get_running_loop()
+        timeout = self._settings.forwarder_timeout
+        self._alive[host] = loop.call_later(timeout, self._forwarder_silent, host)
+        if handle is None:
+            for watcher in list(self._host_watchers):
+                watcher(host, True)
+
+    def _forwarder_silent(self, host: str) -> None:
+        if self._alive.pop(host, None) is None or self._closed:
+            return
+        log.warning(
+            "pi_ask_sdk.fleet: the forwarder of host %r is gone (silent for %g s): its Pis' "
+            "forms are ended for this bridge",
+            host,
+            self._settings.forwarder_timeout,
+        )
+        for transport in list(self._transports):
+            if transport.host == host:
+                transport._forwarder_gone(self._settings.forwarder_timeout)
+        for watcher in list(self._host_watchers):
+            watcher(host, False)
+
     # --- presence ---
 
     async def _beat(self) -> None:
@@ -295,18 +389,34 @@ class Fleet:
             raise FleetUnavailable(self.url, f"the Pis' states did not come ({exc!r})") from exc
         finally:
             await follower.stop()
-        up = [FleetPi._from_state(s) for s in states.values() if s.state == "up"]
+        up = [
+            FleetPi._from_state(s)
+            for s in states.values()
+            if s.state == "up" and self.forwarder_alive(s.host)
+        ]
         return sorted(up, key=lambda pi: (pi.host, pi.pid))
 
     async def wait_pi(self, host: str, pid: int, *, timeout: float = 10.0) -> FleetPi:
         """Wait (at most ``timeout`` s) until a forwarder reports Pi ``pid`` on ``host`` as up,
         and return it. Raises ``TimeoutError``, or ``FleetUnavailable``."""
         found: asyncio.Future[FleetPi] = asyncio.get_running_loop().create_future()
+        last: list[PiState] = []
+
+        def check() -> None:
+            up = last and last[-1].state == "up" and self.forwarder_alive(last[-1].host)
+            if up and not found.done():
+                found.set_result(FleetPi._from_state(last[-1]))
 
         def on_state(msg: Msg) -> None:
             state = _state(msg)
-            if state is not None and state.state == "up" and not found.done():
-                found.set_result(FleetPi._from_state(state))
+            if state is not None:
+                last.append(state)
+                del last[:-1]
+                check()
+
+        def on_host(changed: str, alive: bool) -> None:
+            if alive and changed == host:
+                check()
 
         follower = Follower(
             self.js,
@@ -315,6 +425,7 @@ class Fleet:
             on_state,
             idle_heartbeat=self.idle_heartbeat,
         )
+        self._host_watchers.append(on_host)
         try:
             try:
                 await follower.start(timeout)
@@ -322,6 +433,7 @@ class Fleet:
                 raise FleetUnavailable(self.url, f"cannot follow Pi {pid} ({exc!r})") from exc
             return await within(found, timeout)  # (a cancel is never swallowed: _follow)
         finally:
+            self._host_watchers.remove(on_host)
             await follower.stop()
 
     async def bridges(self, *, wait: float = 1.0) -> list[Heartbeat]:
@@ -370,17 +482,35 @@ class Fleet:
         """
         stop = asyncio.Event() if stop is None else stop
         serving: dict[tuple[str, int], asyncio.Task[None]] = {}
+        states: dict[tuple[str, int], PiState] = {}
         loop = asyncio.get_running_loop()
 
-        def on_state(msg: Msg) -> None:
-            state = _state(msg)
-            if state is None or state.state != "up" or stop.is_set():
+        def consider(state: PiState) -> None:
+            if state.state != "up" or stop.is_set() or not self.forwarder_alive(state.host):
                 return
             key = (state.host, state.pid)
             task = serving.get(key)
             if task is None or task.done():
                 pi = FleetPi._from_state(state)
                 serving[key] = loop.create_task(self._serve_one(handler, pi, request_id_prefix))
+
+        def on_state(msg: Msg) -> None:
+            state = _state(msg)
+            if state is None:
+                return
+            key = (state.host, state.pid)
+            if state.state == "up":
+                states[key] = state
+            else:
+                states.pop(key, None)
+            consider(state)
+
+        def on_host(host: str, alive: bool) -> None:
+            # A forwarder back: its Pis still up are served again (a fresh transport's
+            # snapshot: exactly the forms open now).
+            if alive:
+                for state in [s for (h, _), s in states.items() if h == host]:
+                    consider(state)
 
         follower = Follower(
             self.js,
@@ -389,6 +519,7 @@ class Fleet:
             on_state,
             idle_heartbeat=self.idle_heartbeat,
         )
+        self._host_watchers.append(on_host)
         try:
             try:
                 await follower.start(timeout)
@@ -396,6 +527,7 @@ class Fleet:
                 raise FleetUnavailable(self.url, f"the Pis' states did not come ({exc!r})") from exc
             await stop.wait()
         finally:
+            self._host_watchers.remove(on_host)
             await follower.stop()
             for task in serving.values():
                 task.cancel()

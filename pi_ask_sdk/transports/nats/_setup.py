@@ -129,6 +129,9 @@ class FleetSettings:
     ``submits_max_age``: how long a submit waits for its host's forwarder.
     ``results_max_age``: how long a submit-result waits for its bridge.
     ``duplicate_window``: JetStream's de-duplication of a re-sent submit (same ``Nats-Msg-Id``).
+    ``forwarder_timeout``: how long a host's forwarder may be silent (it heartbeats every
+    second) before bridges report its Pis ended ("forwarder gone"); the FORWARDERS stream keeps
+    each heartbeat that long.
     """
 
     __module__ = "pi_ask_sdk.transports.nats"  # documented where users import it from
@@ -137,6 +140,7 @@ class FleetSettings:
     submits_max_age: float = 600.0
     results_max_age: float = 900.0
     duplicate_window: float = 120.0
+    forwarder_timeout: float = 10.0
     replicas: int = 1
     memory: bool = False
 
@@ -163,6 +167,17 @@ class FleetSettings:
                 storage=storage,
                 num_replicas=self.replicas,
                 duplicate_window=self.duplicate_window,
+            ),
+            StreamConfig(
+                name=names.forwarders_stream,
+                subjects=names.forwarders_subjects,
+                retention=RetentionPolicy.LIMITS,
+                max_msgs_per_subject=1,
+                max_age=self.forwarder_timeout,
+                discard=DiscardPolicy.OLD,
+                storage=storage,
+                num_replicas=self.replicas,
+                duplicate_window=min(self.duplicate_window, self.forwarder_timeout),
             ),
             StreamConfig(
                 name=names.results_stream,
@@ -315,6 +330,18 @@ class Heartbeat(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     bye: bool = False
 
 
+class ForwarderBeat(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """A forwarder's heartbeat on ``<p>._forwarder.<host>``: alive, beating every ``interval``
+    seconds, following ``pids``."""
+
+    __module__ = "pi_ask_sdk.transports.nats"  # documented where users import it from
+
+    host: str
+    forwarder: str
+    interval: float = 1.0
+    pids: list[int] = []
+
+
 class TooLarge(msgspec.Struct, frozen=True, kw_only=True):
     """The body of a ``too_large`` flow message."""
 
@@ -329,4 +356,5 @@ class TooLarge(msgspec.Struct, frozen=True, kw_only=True):
 STATE_DECODER: Final = msgspec.json.Decoder(PiState)
 HEARTBEAT_DECODER: Final = msgspec.json.Decoder(Heartbeat)
 TOO_LARGE_DECODER: Final = msgspec.json.Decoder(TooLarge)
+FORWARDER_BEAT_DECODER: Final = msgspec.json.Decoder(ForwarderBeat)
 ENCODER: Final = msgspec.json.Encoder()

@@ -82,6 +82,10 @@ class FleetConnection(Protocol):
         """Disconnect."""
         ...
 
+    def forwarder_alive(self, host: str) -> bool: ...
+
+    async def wait_forwarder(self, host: str, timeout: float) -> bool: ...
+
     def _attach(self, transport: NatsTransport) -> None: ...
 
     def _detach(self, transport: NatsTransport) -> None: ...
@@ -95,8 +99,9 @@ class NatsTransport:
     ``FleetUnavailable`` when the snapshot does not come within ``open_timeout`` seconds.
     Afterwards it delivers the Pi's forms live, and the submit-results of its own submits.
     ``ended("session_ended")`` when the forwarder resets the Pi's view (a session end, or a
-    relay connection it lost and regained), ``ended("disconnected")`` when the Pi is gone or
-    the fleet was closed.
+    relay connection it lost and regained), ``ended("disconnected")`` when the Pi is gone, its
+    host's forwarder is silent past ``FleetSettings.forwarder_timeout`` (then ``open`` raises
+    ``FleetPiNotFound`` too), or the fleet was closed.
 
     ``send`` publishes the submit to the Pi's host (JetStream, de-duplicated by a ``Nats-Msg-Id``
     of this transport, flow and request id) and waits at most ``send_timeout`` seconds for the
@@ -218,6 +223,10 @@ class NatsTransport:
                 raise FleetPiNotFound(
                     self._host, self._pid, "" if state is None else state.detail or state.state
                 )
+            if not await fleet.wait_forwarder(self._host, min(self._open_timeout, 2.0)):
+                raise FleetPiNotFound(
+                    self._host, self._pid, "its host's forwarder is gone (no heartbeat)"
+                )
             snapshot, self._snapshot = self._snapshot, {}
             self._phase = "live"
             for body in snapshot.values():  # the forms open now, as replays
@@ -312,6 +321,18 @@ class NatsTransport:
             asyncio.get_running_loop().create_task(self._stop("ended"))
         if listener is not None:
             listener.ended(reason)
+
+    def _forwarder_gone(self, silent: float) -> None:
+        """The host's forwarder has been silent for ``silent`` seconds: nothing this transport
+        shows can be answered or vouched for; the Pi is reported gone (``disconnected``)."""
+        if self._phase == "live":
+            log.info(
+                "pi_ask_sdk.fleet: Pi %d on %r: its forwarder is silent for %g s: disconnected",
+                self._pid,
+                self._host,
+                silent,
+            )
+            self._end("disconnected")
 
     def _fleet_closed(self) -> None:
         """The fleet's connection closed for good."""

@@ -15,7 +15,13 @@ subject                             stream      what
 ``<p>._bridge.<bridge>``            (core)      a bridge's presence heartbeat (and its goodbye)
 ``<p>._probe``                      (core)      a forwarder asks every bridge to heartbeat now
 ``<p>._take.<host>``                (push)      where SUBMITS delivers a host's submits
+``<p>._forwarder.<host>``           FORWARDERS  a host's forwarder's heartbeat (its presence)
 ==================================  ==========  =========================================
+
+FORWARDERS keeps one message per host for ``FleetSettings.forwarder_timeout`` seconds
+(``max_age``): a host with no message there has no live forwarder; a bridge that hears none
+from a host for that long reports that host's Pis ended (``docs/fleet.md``, Forwarder
+presence).
 
 FLOWS keeps one message per subject (``max_msgs_per_subject=1``): the last word on each form
 and each Pi. A bridge reads it with one ordered consumer, ``DeliverPolicy.LAST_PER_SUBJECT``
@@ -144,6 +150,11 @@ class FleetNames:
         return f"{self._stem}_SUBMITS"
 
     @property
+    def forwarders_stream(self) -> str:
+        """The forwarders' heartbeats, one per host, each kept ``forwarder_timeout`` seconds."""
+        return f"{self._stem}_FORWARDERS"
+
+    @property
     def results_stream(self) -> str:
         """The stream of submit-results, one subject per sending transport."""
         return f"{self._stem}_RESULTS"
@@ -169,6 +180,14 @@ class FleetNames:
     def bridge(self, bridge_id: str) -> str:
         """The subject of one bridge's presence heartbeats."""
         return f"{self.prefix}._bridge.{bridge_id}"
+
+    def forwarder(self, host: str) -> str:
+        """Where ``host``'s forwarder heartbeats."""
+        return f"{self.prefix}._forwarder.{host}"
+
+    @property
+    def all_forwarders(self) -> str:
+        return f"{self.prefix}._forwarder.*"
 
     @property
     def probe(self) -> str:
@@ -226,6 +245,10 @@ class FleetNames:
         """The subjects the results stream holds."""
         return [f"{self.prefix}.*.*.result.*"]
 
+    @property
+    def forwarders_subjects(self) -> list[str]:
+        return [self.all_forwarders]
+
     # --- NATS permissions (docs/fleet.md, Security) ---
 
     def forwarder_permissions(self, host: str) -> dict[str, list[str]]:
@@ -243,6 +266,7 @@ class FleetNames:
                 f"{p}.{host}.*.state",
                 f"{p}.{host}.*.flow.*",
                 f"{p}.{host}.*.result.*",
+                self.forwarder(host),
                 self.probe,
                 *_reader_api(flows),
                 f"$JS.API.CONSUMER.INFO.{submits}.{durable}",
@@ -262,6 +286,7 @@ class FleetNames:
                 self.all_bridges,
                 *_reader_api(self.flows_stream),
                 *_reader_api(self.results_stream),
+                *_reader_api(self.forwarders_stream),
             ],
             "subscribe": [self.probe, self.inbox(bridge) + ".>"],
         }

@@ -1,0 +1,121 @@
+"""A host whose forwarder died (SIGKILL) is "forwarder gone" for bridges once it has been
+silent for ``forwarder_timeout``: its Pis' forms are reported ended (never open for ever, never
+answered), and when a forwarder comes back the forms still open are delivered again."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+import pytest_asyncio
+
+from pi_ask_sdk import BridgeClient, SubmitAccepted
+from pi_ask_sdk.outcomes import SessionEnded, SubmitLost, SubmitNotSent
+from pi_ask_sdk.testing import yes_no_params
+from pi_ask_sdk.transports.nats import Fleet, FleetPi, FleetPiNotFound, FleetSettings
+
+from .conftest import Host
+from .kit import ForwarderProcess, relay_answered, yes
+
+TIMEOUT = 3.0  # the bridge's forwarder_timeout (10 s by default)
+
+
+@pytest_asyncio.fixture
+async def forwarder(host: Host) -> AsyncIterator[ForwarderProcess]:
+    """``pi-ask forward`` for host h1, in its own process (killed at the end)."""
+    process = ForwarderProcess(host.url, "h1", host.directory)
+    yield process
+    process.kill()
+
+
+def watching(url: str) -> Fleet:
+    return Fleet(
+        url,
+        settings=FleetSettings(forwarder_timeout=TIMEOUT),
+        heartbeat=0.2,
+        idle_heartbeat=0.5,
+    )
+
+
+@pytest.mark.asyncio
+async def test_a_killed_forwarders_pis_are_reported_ended_and_nothing_is_answered(
+    host: Host, forwarder: ForwarderProcess
+) -> None:
+    relay = await host.start_pi()
+    forwarder.start()
+    async with watching(host.url) as fleet:
+        await fleet.wait_pi("h1", relay.pid, timeout=30)
+        handle = relay.open_form(yes_no_params(), "kept")
+        async with BridgeClient(fleet.transport("h1", relay.pid)) as client:
+            events = client.events()
+            flow = await client.flows().next(timeout=15)
+            forwarder.kill()  # SIGKILL, never restarted
+            outcome = await client.respond(flow, yes(flow), timeout=TIMEOUT + 30)
+            # Not answered, and not said to be: lost with the forwarder (or not sent, when the
+            # forwarder was declared gone before the submit went out).
+            assert isinstance(outcome, (SubmitLost, SubmitNotSent)), outcome
+            ended = None
+            while ended is None:
+                event = await events.next(timeout=TIMEOUT + 30)
+                if isinstance(event, SessionEnded):
+                    ended = event
+            assert ended.reason == "disconnected"
+            assert client.open_flows == {}
+        assert fleet.forwarder_alive("h1") is False
+        assert [pi for pi in await fleet.pis() if pi.host == "h1"] == []
+        with pytest.raises(FleetPiNotFound, match="forwarder is gone"):
+            async with BridgeClient(fleet.transport("h1", relay.pid)):
+                pass
+    # The form is still open in Pi (its user can answer it there); no submit reached it.
+    assert handle.is_open
+    assert relay_answered(relay, flow.flow_id) == 0
+
+
+@pytest.mark.asyncio
+async def test_forms_still_open_are_served_again_when_a_forwarder_comes_back(
+    host: Host, forwarder: ForwarderProcess
+) -> None:
+    relay = await host.start_pi()
+    forwarder.start()
+    seen: asyncio.Queue[tuple[int, str]] = asyncio.Queue()  # (client number, tool call id)
+    ended: asyncio.Queue[int] = asyncio.Queue()
+    answered: asyncio.Queue[str] = asyncio.Queue()
+    clients = 0
+    answer = asyncio.Event()
+
+    async def handler(client: BridgeClient, pi: FleetPi) -> None:
+        nonlocal clients
+        clients += 1
+        number = clients
+        async for flow in client.flows():
+            await seen.put((number, flow.tool_call_id or ""))
+            if answer.is_set():
+                outcome = await client.respond(flow, yes(flow), timeout=20)
+                assert isinstance(outcome, SubmitAccepted), outcome
+                await answered.put(flow.tool_call_id or "")
+        await ended.put(number)
+
+    stop = asyncio.Event()
+    async with watching(host.url) as fleet:
+        serving = asyncio.create_task(fleet.serve(handler, stop=stop))
+        try:
+            first = relay.open_form(yes_no_params(), "first")
+            assert await asyncio.wait_for(seen.get(), 30) == (1, "first")
+            forwarder.kill()
+            # silent past the timeout: the Pi's client ends, its form is not open any more
+            assert await asyncio.wait_for(ended.get(), TIMEOUT + 30) == 1
+            second = relay.open_form(yes_no_params(), "second")  # while no forwarder runs
+            answer.set()
+            forwarder.start()  # a forwarder comes back: both forms still open are served
+            again = {await asyncio.wait_for(seen.get(), 30) for _ in range(2)}
+            assert again == {(2, "first"), (2, "second")}
+            done = {await asyncio.wait_for(answered.get(), 30) for _ in range(2)}
+            assert done == {"first", "second"}
+        finally:
+            stop.set()
+            await asyncio.wait_for(serving, 15)
+    assert not first.is_open
+    assert not second.is_open
+    assert relay_answered(relay, first.flow_id) == 1
+    assert relay_answered(relay, second.flow_id) == 1
