@@ -67,6 +67,11 @@ class Forwarder:
     the FORWARDERS stream); bridges report the Pis of a host silent past
     ``FleetSettings.forwarder_timeout`` ended.
 
+    Outages: each Pi's events wait for the server in a queue of at most ``max_queued``
+    messages and ``max_queued_bytes`` bytes; on overflow that Pi's view is reset for the
+    bridges (a new epoch, its open forms again) once the server is back: nothing is lost
+    silently (docs/fleet.md, Delivery semantics).
+
     Presence: the forwarder tells its relays it is an answerer only while at least one
     answering bridge heartbeats (for this host, or for every host); a bridge counts as gone
     ``presence_factor`` heartbeat intervals after its last heartbeat, at once when it says bye.
@@ -93,6 +98,8 @@ class Forwarder:
         ack_wait: float = 10.0,
         setup: bool = True,
         heartbeat: float = 1.0,
+        max_queued: int = 10_000,
+        max_queued_bytes: int = 64 * 1024 * 1024,
     ) -> None:
         self._options = NatsOptions(url=options) if isinstance(options, str) else options
         self.host_id = check_host_id(host_id if host_id is not None else default_host_id())
@@ -105,6 +112,8 @@ class Forwarder:
         self._ack_wait = ack_wait
         self._setup = setup
         self._heartbeat = heartbeat
+        self.max_queued = max_queued
+        self.max_queued_bytes = max_queued_bytes
         self._beating: asyncio.Task[None] | None = None
         self.forwarder_id = secrets.token_hex(6)
         self.book = SubmitBook()

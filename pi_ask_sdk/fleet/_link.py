@@ -52,6 +52,8 @@ class _Owner(Protocol):
     forwarder_id: str
     book: SubmitBook
     closing: bool
+    max_queued: int
+    max_queued_bytes: int
 
     @property
     def nc(self) -> Client: ...
@@ -78,9 +80,21 @@ class _Publish:
     headers: dict[str, str]
 
 
+_RECOVER: Final = _Publish("", b"", {})
+"""In the queue after an overflow: recover once what was before it is published."""
+
+
 class PiLink:
     """Mirrors one relay to NATS: its events in order on the Pi's subjects, with the Pi's state
-    and epoch; submits go the other way through ``transport``."""
+    and epoch; submits go the other way through ``transport``.
+
+    Events wait in a queue while the server is unreachable, at most ``max_queued`` messages
+    and ``max_queued_bytes`` bytes (the forwarder's). On overflow the queue is dropped, never
+    a form silently: the link keeps the forms open now (their started payloads, as Pi does)
+    and which flow subjects the dropped messages touched; once the server takes a message
+    again it publishes a new epoch (bridges: ``SessionEnded("session_ended")``, pending
+    submits ``SubmitLost``), ``gone`` for each touched form not open now, and each open form
+    again (as a replay)."""
 
     def __init__(self, forwarder: _Owner, info: RelayInfo, prior: Prior) -> None:
         self.forwarder = forwarder
@@ -93,6 +107,15 @@ class PiLink:
         self._opening = True
         self._early: list[tuple[str, object, bool] | EndReason] = []
         self._queue: asyncio.Queue[_Publish | None] = asyncio.Queue()
+        self._queued_bytes = 0
+        self._overflowed = False
+        self._recovering = False
+        self._dropped: set[str] = set()  # flow subjects whose messages an overflow dropped
+        self._open_bodies: dict[str, tuple[bytes, dict[str, str]]] = {}  # subject -> started
+        self.overflows = 0
+        """How many times the queue overflowed (each ended in a new epoch)."""
+        self.overflowed = asyncio.Event()
+        """Set at the first overflow."""
         self._seq = 0
         self._ended = asyncio.Event()
         self.opened = asyncio.Event()
@@ -190,7 +213,7 @@ class PiLink:
             subject = fwd.names.flow(fwd.host_id, self.pid, event.flow_id)
             self.open_flows[event.flow_id] = subject
             try:
-                self._flow(subject, "started", body, replay=replay, check=True)
+                self._flow(subject, "started", body, replay=replay, check=True, keep=True)
             except FleetPayloadTooLarge as exc:
                 log.error("pi_ask_sdk.fleet: Pi %d: form %s: %s", self.pid, event.flow_id, exc)
                 tool_call = event.tool_call_id if isinstance(event.tool_call_id, str) else None
@@ -270,6 +293,7 @@ class PiLink:
         *,
         replay: bool = False,
         check: bool = False,
+        keep: bool = False,
     ) -> None:
         headers: dict[str, str] = {Header.KIND: kind}
         if replay:
@@ -277,12 +301,79 @@ class PiLink:
         if check:
             packed, extra = encode_body(body, f"a {kind} event", max_payload(self.forwarder.nc))
             headers.update(extra)
-            self._queue.put_nowait(_Publish(subject, packed, self._with_id(headers)))
         else:
-            self._put(subject, body, headers)
+            packed = body
+        if keep:  # an open form: what a recovery from an overflow publishes again
+            self._open_bodies[subject] = (packed, {**headers, Header.REPLAY: "1"})
+        else:
+            self._open_bodies.pop(subject, None)
+        self._put(subject, packed, headers)
 
     def _put(self, subject: str, body: bytes, headers: dict[str, str]) -> None:
+        fwd = self.forwarder
+        if self._overflowed and not self._recovering:
+            self._dropped.add(subject)
+            return
+        if not self._recovering and (
+            self._queue.qsize() >= fwd.max_queued
+            or self._queued_bytes + len(body) > fwd.max_queued_bytes
+        ):
+            self._overflow()
+            self._dropped.add(subject)
+            return
+        self._queued_bytes += len(body)
         self._queue.put_nowait(_Publish(subject, body, self._with_id(headers)))
+
+    def _overflow(self) -> None:
+        """Drop what waits (the server has been away too long): remember which subjects it
+        touched; ``_recover`` sets things right once the server takes a message again."""
+        self.overflows += 1
+        self.overflowed.set()
+        log.warning(
+            "pi_ask_sdk.fleet: Pi %d: more than %d messages (%d bytes) wait for the NATS server: "
+            "dropped; the bridges' view of this Pi is reset (a new epoch) when it is back",
+            self.pid,
+            self._queue.qsize(),
+            self._queued_bytes,
+        )
+        self._overflowed = True
+        while not self._queue.empty():
+            item = self._queue.get_nowait()
+            if item is not None:
+                self._dropped.add(item.subject)
+        self._queued_bytes = 0
+        # Taken once the message being published now is stored: the server is back then.
+        self._queue.put_nowait(_RECOVER)
+
+    def _recover(self) -> None:
+        """After an overflow, the server takes messages again: the Pi's state with a new epoch
+        (or gone, if it ended meanwhile), ``gone`` for each dropped form not open now, and the
+        forms open now again."""
+        self._overflowed = False
+        self._recovering = True  # (not bounded: the open forms are bounded by Pi's)
+        try:
+            self._republish()
+        finally:
+            self._recovering = False
+
+    def _republish(self) -> None:
+        dropped, self._dropped = self._dropped, set()
+        flows = {s for s in dropped if ".flow." in s}
+        if self._ended.is_set():
+            for subject in sorted(flows | set(self._open_bodies)):
+                self._put(subject, b"{}", {Header.KIND: "gone"})
+            self._open_bodies.clear()
+            self._publish_state("gone", "the Pi exited or its relay closed")
+            return
+        self.epoch = secrets.token_hex(6)
+        self._publish_state("up")
+        for subject in sorted(flows - set(self._open_bodies)):
+            self._put(subject, b"{}", {Header.KIND: "gone"})
+        for subject, (body, headers) in list(self._open_bodies.items()):
+            self._put(subject, body, dict(headers))
+        results = sorted(s for s in dropped if ".result." in s)
+        if results:  # their bridges' pending submits end with the epoch (SubmitLost)
+            log.info("pi_ask_sdk.fleet: Pi %d: %d submit-result(s) dropped", self.pid, len(results))
 
     def _with_id(self, headers: dict[str, str]) -> dict[str, str]:
         # A re-send after a lost acknowledgement is stored once (the stream's duplicate window).
@@ -298,6 +389,10 @@ class PiLink:
             item = await self._queue.get()
             if item is None:
                 return
+            if item is _RECOVER:  # (queued after the message the server took last)
+                self._recover()
+                continue
+            self._queued_bytes = max(0, self._queued_bytes - len(item.body))
             delay = 0.05
             while True:
                 try:

@@ -75,7 +75,9 @@ class Host:
         proc.wait(10)
         await self.relays.pop(pid).stop()
 
-    async def start_forwarder(self, *, poll: float = 0.05, setup: bool = True) -> Forwarder:
+    async def start_forwarder(
+        self, *, poll: float = 0.05, setup: bool = True, max_queued: int = 10_000
+    ) -> Forwarder:
         from pi_ask_sdk.fleet import Forwarder
 
         forwarder = Forwarder(
@@ -85,6 +87,7 @@ class Host:
             poll=poll,
             idle_heartbeat=0.5,
             setup=setup,
+            max_queued=max_queued,
         )
         await forwarder.open()
         self.forwarder = forwarder
