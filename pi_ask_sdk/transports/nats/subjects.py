@@ -187,6 +187,7 @@ class FleetNames:
 
     @property
     def all_forwarders(self) -> str:
+        """Every host's forwarder heartbeat subject (the FORWARDERS stream's)."""
         return f"{self.prefix}._forwarder.*"
 
     @property
@@ -247,6 +248,7 @@ class FleetNames:
 
     @property
     def forwarders_subjects(self) -> list[str]:
+        """The subjects of the FORWARDERS stream."""
         return [self.all_forwarders]
 
     # --- NATS permissions (docs/fleet.md, Security) ---
