@@ -33,6 +33,7 @@ from pi_ask_sdk.transports.nats import (
     NatsOptions,
     PiState,
     check_host_id,
+    close_nats,
     connect_nats,
     decode_body,
     ensure_streams,
@@ -278,11 +279,7 @@ class Forwarder:
                 await task
         nc, self._nc = self._nc, None
         if nc is not None:
-            with contextlib.suppress(nats.errors.Error, OSError, asyncio.TimeoutError):
-                await asyncio.wait_for(nc.drain(), 5)
-            if not nc.is_closed:
-                with contextlib.suppress(nats.errors.Error, OSError):
-                    await nc.close()
+            await close_nats(nc)
 
     async def __aenter__(self) -> Self:
         await self.open()

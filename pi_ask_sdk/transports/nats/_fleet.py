@@ -33,6 +33,7 @@ from ._setup import (
     Heartbeat,
     NatsOptions,
     PiState,
+    close_nats,
     connect_nats,
     decode_body,
     ensure_streams,
@@ -180,11 +181,7 @@ class Fleet:
             bye = Heartbeat(bridge=self._bridge_id, role=self._role, bye=True)
             with contextlib.suppress(nats.errors.Error, OSError):
                 await nc.publish(self._names.bridge(self._bridge_id), ENCODER.encode(bye))
-        with contextlib.suppress(nats.errors.Error, OSError, asyncio.TimeoutError):
-            await asyncio.wait_for(nc.drain(), 5)
-        if not nc.is_closed:
-            with contextlib.suppress(nats.errors.Error, OSError):
-                await nc.close()
+        await close_nats(nc)
 
     async def __aenter__(self) -> Self:
         await self.open()

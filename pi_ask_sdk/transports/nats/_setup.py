@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import ssl
 import zlib
@@ -36,6 +37,7 @@ log: Final = logging.getLogger("pi_ask_sdk.fleet")
 __all__ = [
     "FleetSettings",
     "NatsOptions",
+    "close_nats",
     "connect_nats",
     "ensure_forwarder_consumer",
     "ensure_streams",
@@ -96,6 +98,21 @@ async def connect_nats(options: NatsOptions) -> Client:
         ) from None
     except (OSError, nats.errors.Error, ssl.SSLError) as exc:
         raise FleetUnavailable(options.url, f"cannot connect ({exc!r})") from exc
+
+
+async def close_nats(nc: Client, *, timeout: float = 5.0) -> None:
+    """Drain ``nc`` (what it published reaches the server, its subscriptions end), then close
+    it. Never raises: a connection already broken is closed all the same.
+
+    Args:
+        nc: a client made by ``connect_nats``.
+        timeout: the longest the drain may take, in seconds.
+    """
+    with contextlib.suppress(nats.errors.Error, OSError, asyncio.TimeoutError):
+        await asyncio.wait_for(nc.drain(), timeout)
+    if not nc.is_closed:
+        with contextlib.suppress(nats.errors.Error, OSError):
+            await nc.close()
 
 
 async def _connect(options: NatsOptions, servers: list[str]) -> Client:
