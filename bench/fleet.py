@@ -38,6 +38,7 @@ Exit status 1 names every missed target.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import select
@@ -145,7 +146,10 @@ class Worker:
                 self.process.kill()
                 self.process.wait(10)
         if self.process.returncode not in (0, None):
-            raise RuntimeError(f"the {self.role} worker failed:\n{self.stderr()}")
+            raise RuntimeError(
+                f"the {self.role} worker failed (exit status {self.process.returncode}):\n"
+                f"{self.stderr()}"
+            )
 
 
 def run_once(role: str, job: dict[str, Any], timeout: float = 300.0) -> dict[str, Any]:
@@ -252,11 +256,16 @@ def fifty_hosts(
             raise RuntimeError(f"warm-up: {warm}")
         loaded = host.ask({"command": "load", "rate": rate, "seconds": seconds}, 180)
         most = host.ask({"command": "loop", "forms": loop_forms, "inflight": 100}, 300)
-        return loaded, most
-    finally:
-        if bridge is not None:
-            bridge.stop()
-        host.stop()
+    except BaseException:
+        for worker in (bridge, host):  # the first failure is the one to see
+            if worker is not None:
+                with contextlib.suppress(Exception):
+                    worker.stop()
+        raise
+    if bridge is not None:
+        bridge.stop()
+    host.stop()
+    return loaded, most
 
 
 # --- forwarder memory ---------------------------------------------------------------------------

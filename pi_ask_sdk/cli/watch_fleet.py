@@ -2,8 +2,9 @@
 
 One ordered consumer on the fleet's FLOWS stream (``DeliverPolicy.LAST_PER_SUBJECT``): first
 the Pis up now and the forms open now (shown as already open), then everything that happens:
-Pis coming up and going, forms started, completed or gone. A second consumer shows the
-submit-results from now on. Watching publishes nothing and never counts as an answerer.
+Pis coming up and going, forms started, completed or gone. A second consumer (and a core
+subscription, for the results of direct submits) shows the submit-results from now on.
+Watching publishes nothing and never counts as an answerer.
 Needs the extra ``pi-ask-sdk[nats]``.
 """
 
@@ -85,6 +86,9 @@ class FleetPrinter:
             flow_kind = (msg.headers or {}).get(Header.KIND, "")
             replay = not self.live or (msg.headers or {}).get(Header.REPLAY) == "1"
             self._flow(host, pid, msg.subject, token, flow_kind, body, replay)
+
+    async def replied(self, msg: Msg) -> None:
+        self.results(msg)
 
     def results(self, msg: Msg) -> None:
         parsed = self._names.parse(msg.subject)
@@ -271,6 +275,7 @@ async def watch_fleet(
             guarded(f"watching the fleet at {options.url} (prefix {names.prefix}; Ctrl-C stops)")
         try:
             await results.start(timeout)
+            await nc.subscribe(names.all_replied, cb=printer.replied)
             await flows.start(timeout)
         except (asyncio.TimeoutError, nats.errors.Error, OSError) as exc:
             raise FleetUnavailable(options.url, f"the streams cannot be read ({exc!r})") from exc

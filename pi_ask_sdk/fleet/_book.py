@@ -1,17 +1,29 @@
 """The forwarder's submit book: which submits it has sent (de-duplication) and whose result
-is whose (routing a relay's submit-result to the bridge transport that sent the submit)."""
+is whose (routing a relay's submit-result to the bridge transport that sent the submit, and
+to the reply subjects of its direct requests)."""
 
 from __future__ import annotations
 
 from collections import OrderedDict, deque
-from typing import Final, Literal
+from dataclasses import dataclass, field
+from typing import Literal
 
 SubmitKey = tuple[int, str, str, str]
 """(pid, bridge transport id, flow id, request id): one submit of one bridge."""
 
-_IN_FLIGHT: Final = b""
-
 Seen = Literal["new", "in_flight"] | bytes
+
+
+@dataclass(slots=True)
+class Route:
+    """Where a submit's result goes: the reply subjects of the direct requests that wait for
+    it, and (``store``) its transport's subject in RESULTS, for a submit that came through
+    SUBMITS."""
+
+    transport_id: str
+    submit_id: str
+    replies: list[str] = field(default_factory=list)
+    store: bool = True
 
 
 class SubmitBook:
@@ -26,24 +38,39 @@ class SubmitBook:
 
     def __init__(self, size: int = 4096) -> None:
         self._size = size
-        self._done: OrderedDict[SubmitKey, bytes] = OrderedDict()
-        self._routes: dict[tuple[int, str, str], deque[tuple[str, SubmitKey]]] = {}
+        self._done: OrderedDict[SubmitKey, Route | bytes] = OrderedDict()
+        self._routes: dict[tuple[int, str, str], deque[SubmitKey]] = {}
 
     def seen(self, key: SubmitKey) -> Seen:
         """``"new"`` for a submit never sent, ``"in_flight"`` for one sent and not yet answered,
         else the body of the submit-result it got (to send again, unchanged)."""
-        result = self._done.get(key)
-        if result is None:
+        entry = self._done.get(key)
+        if entry is None:
             return "new"
-        return "in_flight" if result is _IN_FLIGHT else result
+        return "in_flight" if isinstance(entry, Route) else entry
 
-    def sent(self, key: SubmitKey) -> None:
-        """``key`` was sent to the relay; its result will be routed to its transport."""
-        self._done[key] = _IN_FLIGHT
+    def sent(self, key: SubmitKey, submit_id: str = "", reply: str | None = None) -> None:
+        """``key`` was sent to the relay; its result will be routed to its transport (and to
+        ``reply``, a direct request's reply subject)."""
+        pid, transport_id, flow_id, request_id = key
+        route = Route(transport_id, submit_id)
+        if reply:
+            route.replies.append(reply)
+            route.store = False  # answered on its reply subject alone
+        self._done[key] = route
         if len(self._done) > self._size:
             self._done.popitem(last=False)
-        pid, transport_id, flow_id, request_id = key
-        self._routes.setdefault((pid, request_id, flow_id), deque()).append((transport_id, key))
+        self._routes.setdefault((pid, request_id, flow_id), deque()).append(key)
+
+    def wait(self, key: SubmitKey, reply: str | None) -> None:
+        """``key``, in flight, came again: its result goes to ``reply`` too (a direct
+        request's), or, for a copy from SUBMITS (``None``), to RESULTS as well."""
+        entry = self._done.get(key)
+        if isinstance(entry, Route):
+            if reply:
+                entry.replies.append(reply)
+            else:
+                entry.store = True
 
     def unsent(self, key: SubmitKey) -> None:
         """Sending ``key`` failed: forget it (a re-delivery may try again)."""
@@ -51,25 +78,28 @@ class SubmitBook:
         pid, _, flow_id, request_id = key
         queue = self._routes.get((pid, request_id, flow_id))
         if queue is not None:
-            with_key = [entry for entry in queue if entry[1] != key]
-            if with_key:
-                self._routes[(pid, request_id, flow_id)] = deque(with_key)
+            rest = [entry for entry in queue if entry != key]
+            if rest:
+                self._routes[(pid, request_id, flow_id)] = deque(rest)
             else:
                 del self._routes[(pid, request_id, flow_id)]
 
-    def answered(self, pid: int, request_id: str, flow_id: str, body: bytes) -> str | None:
-        """The transport id whose submit this result answers (the oldest unanswered with these
-        ids: the relay answers one connection's submits in order), or None if none of ours."""
-        route = (pid, request_id, flow_id)
-        queue = self._routes.get(route)
+    def answered(self, pid: int, request_id: str, flow_id: str, body: bytes) -> Route | None:
+        """Where this result goes: the oldest unanswered submit with these ids (the relay
+        answers one connection's submits in order), or None if none of ours."""
+        route_key = (pid, request_id, flow_id)
+        queue = self._routes.get(route_key)
         if not queue:
             return None
-        transport_id, key = queue.popleft()
+        key = queue.popleft()
         if not queue:
-            del self._routes[route]
-        if key in self._done:
+            del self._routes[route_key]
+        entry = self._done.get(key)
+        if isinstance(entry, Route):
             self._done[key] = body
-        return transport_id
+            return entry
+        # Fell out of the bounded book while in flight: its transport is in the key.
+        return Route(key[1], "")
 
     def forget_pid(self, pid: int) -> None:
         """The Pi is gone: none of its outstanding submits will be answered."""

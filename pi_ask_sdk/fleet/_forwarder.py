@@ -21,7 +21,7 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from typing_extensions import Self
 
-from pi_ask_core import SUBMIT, SubmitEvent, decode_event
+from pi_ask_core import SUBMIT, Skipped, SubmitEvent, decode_event
 from pi_ask_sdk.errors import ConnectionLost, FleetUnavailable
 from pi_ask_sdk.transports.nats import (
     FleetNames,
@@ -128,6 +128,8 @@ class Forwarder:
         self._answer_changed = asyncio.Event()
         self._submits: JetStreamContext.PushSubscription | None = None
         self._taking = asyncio.Event()
+        self._replying: set[asyncio.Task[None]] = set()
+        self._backlog_done = asyncio.Event()  # SUBMITS delivered its last waiting submit
 
     # --- properties ---
 
@@ -231,8 +233,9 @@ class Forwarder:
         self._priors = priors
 
     async def _bind_submits(self) -> None:
-        """Bind the host's durable submit consumer. A killed forwarder's binding lingers until
-        the server notices its connection is gone: retried, bounded."""
+        """Bind the host's durable submit consumer (a killed forwarder's binding lingers until
+        the server notices its connection is gone: retried, bounded), then take direct
+        submits."""
         config = forwarder_consumer_config(self.names, self.host_id, ack_wait=self._ack_wait)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + 60.0
@@ -247,8 +250,7 @@ class Forwarder:
                     manual_ack=True,
                     cb=self._on_submit,
                 )
-                self._taking.set()
-                return
+                break
             except nats.js.errors.Error as exc:
                 if loop.time() + delay > deadline:
                     raise FleetUnavailable(
@@ -257,6 +259,28 @@ class Forwarder:
                 log.info("pi_ask_sdk.fleet: waiting for the submit consumer: %s", exc)
             await asyncio.sleep(delay)  # backoff: no event tells that the old binding is gone
             delay = min(delay * 2, 1.0)
+        # Direct submits (core NATS requests) are taken once the submits that waited in
+        # SUBMITS were (bounded): until then a bridge's request finds no responder and queues
+        # behind them, so that submits sent while the forwarder was away keep their order.
+        await self._wait_backlog(10.0)
+        await self.nc.subscribe(
+            self.names.host_direct(self.host_id),
+            queue=self.names.forwarder_queue(self.host_id),
+            cb=self._on_direct,
+        )
+        self._taking.set()
+
+    async def _wait_backlog(self, timeout: float) -> None:
+        subscription = self._submits
+        if subscription is None:
+            return
+        try:
+            info = await subscription.consumer_info()
+        except (nats.errors.Error, OSError, asyncio.TimeoutError):
+            return
+        if info.num_pending or info.num_ack_pending:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._backlog_done.wait(), timeout)
 
     async def close(self) -> None:
         """Stop following the relays (their Pis stay up in the fleet: a forwarder restart finds
@@ -413,8 +437,9 @@ class Forwarder:
         self._answer_changed = asyncio.Event()
 
     async def wait_taking_submits(self, timeout: float) -> None:
-        """Wait (at most ``timeout`` s) until ``run`` has opened the relays it found first and
-        bound this host's submit consumer; raises ``TimeoutError``."""
+        """Wait (at most ``timeout`` s) until ``run`` has opened the relays it found first,
+        bound this host's submit consumer and subscribed to its direct submits; raises
+        ``TimeoutError``."""
         await asyncio.wait_for(self._taking.wait(), timeout)
 
     async def wait_role(self, role: RelayRole, timeout: float) -> None:
@@ -429,23 +454,44 @@ class Forwarder:
 
     # --- submits ---
 
+    async def _on_direct(self, msg: Msg) -> None:
+        """A direct submit: a core NATS request, answered on its reply subject with the
+        submit-result (or a ``not_sent`` status). Never taken twice: a request that got no
+        answer in time comes again through SUBMITS marked re-sent (``_take``)."""
+        parsed = self.names.parse(msg.subject)
+        if not msg.reply or parsed is None or parsed[0] != self.host_id:
+            return
+        headers = msg.headers or {}
+        why = await self._take(
+            parsed[1],
+            headers.get(Header.BRIDGE, ""),
+            headers.get(Header.SUBMIT, ""),
+            _decode_submit(decode_body(msg) or b""),
+            reply=msg.reply,
+        )
+        if why:
+            await self.reply(msg.reply, why.encode(), {Header.STATUS: "not_sent"})
+
     async def _on_submit(self, msg: Msg) -> None:
+        """A submit from SUBMITS (a bridge's fallback: no forwarder took its direct request, or
+        it got no answer in time), acknowledged before the relay gets it."""
+        try:
+            await self._take_stored(msg)
+        finally:
+            if not self._backlog_done.is_set():
+                with contextlib.suppress(nats.errors.Error, ValueError):
+                    if msg.metadata.num_pending == 0:
+                        self._backlog_done.set()
+
+    async def _take_stored(self, msg: Msg) -> None:
         parsed = self.names.parse(msg.subject)
         if parsed is None or parsed[0] != self.host_id:
             await _term(msg)
             return
-        pid = parsed[1]
-        transport_id = (msg.headers or {}).get(Header.BRIDGE, "")
-        body = decode_body(msg) or b""
-        event = decode_event(SUBMIT, body)
-        if not isinstance(event, SubmitEvent) and b"\\u" in body:
-            # A lone surrogate escape (a bridge's text, written as JavaScript would): the one
-            # decode rule for such text, as for relay input, is U+FFFD; the host judges it.
-            event = decode_event(SUBMIT, replace_lone_surrogates(body))
+        headers = msg.headers or {}
+        event = _decode_submit(decode_body(msg) or b"")
         if not isinstance(event, SubmitEvent):
-            log.warning(
-                "pi_ask_sdk.fleet: dropped a submit for Pi %d that is not one: %s", pid, event
-            )
+            log.warning("pi_ask_sdk.fleet: dropped a submit that is not one: %s", event.detail)
             await _term(msg)
             return
         try:
@@ -456,28 +502,96 @@ class Forwarder:
         except (nats.errors.Error, OSError, asyncio.TimeoutError) as exc:
             log.info("pi_ask_sdk.fleet: a submit's ack failed (it comes again): %r", exc)
             return
+        await self._take(
+            parsed[1],
+            headers.get(Header.BRIDGE, ""),
+            headers.get(Header.SUBMIT, ""),
+            event,
+            resent=headers.get(Header.RESENT) == "1",
+        )
+
+    async def _take(
+        self,
+        pid: int,
+        transport_id: str,
+        submit_id: str,
+        event: SubmitEvent | Skipped,
+        *,
+        reply: str | None = None,
+        resent: bool = False,
+    ) -> str:
+        """Give a submit to Pi ``pid``'s relay once. Returns why it surely was not given (for
+        a direct request's ``not_sent`` reply), or ``""``."""
+        if not isinstance(event, SubmitEvent):
+            log.warning(
+                "pi_ask_sdk.fleet: dropped a submit for Pi %d that is not one: %s", pid, event
+            )
+            return f"not a submit: {event.detail}"
         key: SubmitKey = (pid, transport_id, event.flow_id, event.request_id)
         seen = self.book.seen(key)
         link = self._links.get(pid)
         if isinstance(seen, bytes):
-            # Delivered again after it was answered: the same acknowledgement again.
-            if link is not None:
-                link._put(self.names.result(self.host_id, pid, transport_id), seen, {})
-            return
+            # Came again after it was answered: the same acknowledgement again.
+            headers = {Header.SUBMIT: submit_id} if submit_id else {}
+            if reply:
+                await self.reply(reply, seen, headers)
+            elif link is not None:
+                link._put(self.names.result(self.host_id, pid, transport_id), seen, headers)
+            return ""
         if seen == "in_flight":
-            return  # its result is on its way to the bridge
+            self.book.wait(key, reply)  # its result will go this way too
+            return ""
         if link is not None and not link.opened.is_set():
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(link.opened.wait(), 10.0)
         if link is None or not link.transport.is_connected:
             log.info("pi_ask_sdk.fleet: a submit for Pi %d, which is not followed now", pid)
-            return  # the bridge learns the Pi's fate from its state (SubmitLost)
-        self.book.sent(key)
+            return f"Pi {pid} is not followed by its host's forwarder now"
+        if resent and event.flow_id not in link.open_flows:
+            # Its direct request may have answered this form before another forwarder took
+            # over: given to Pi again it would tell the bridge flow_not_found, which may be
+            # false. Its outcome is unknown; the bridge times out (SubmitTimedOut).
+            log.info(
+                "pi_ask_sdk.fleet: a re-sent submit for a form of Pi %d that is not open: dropped",
+                pid,
+            )
+            return ""
+        self.book.sent(key, submit_id, reply)
         try:
             await link.transport.send(event)
         except ConnectionLost as exc:
             self.book.unsent(key)
             log.info("pi_ask_sdk.fleet: a submit for Pi %d was not delivered: %s", pid, exc)
+            return f"not delivered to Pi {pid}: {exc}"
+        return ""
+
+    async def reply(self, subject: str, body: bytes, headers: dict[str, str]) -> None:
+        """Answer a direct request (core NATS: if its bridge is gone, nobody hears it)."""
+        await self._reply([subject], body, headers)
+
+    async def _reply(self, subjects: list[str], body: bytes, headers: dict[str, str]) -> None:
+        nc = self._nc
+        if nc is None:
+            return
+        with contextlib.suppress(nats.errors.Error, OSError):
+            for subject in subjects:
+                await nc.publish(subject, body, headers=headers or None)
+
+    def reply_soon(self, subjects: list[str], body: bytes, headers: dict[str, str]) -> None:
+        """Publish ``body`` to ``subjects`` in order (core NATS), from synchronous code (a
+        relay event's handler)."""
+        task = asyncio.get_running_loop().create_task(self._reply(subjects, body, headers))
+        self._replying.add(task)
+        task.add_done_callback(self._replying.discard)
+
+
+def _decode_submit(body: bytes) -> SubmitEvent | Skipped:
+    event = decode_event(SUBMIT, body)
+    if not isinstance(event, SubmitEvent) and b"\\u" in body:
+        # A lone surrogate escape (a bridge's text, written as JavaScript would): the one
+        # decode rule for such text, as for relay input, is U+FFFD; the host judges it.
+        event = decode_event(SUBMIT, replace_lone_surrogates(body))
+    return event
 
 
 async def _term(msg: Msg) -> None:

@@ -64,6 +64,8 @@ class _Owner(Protocol):
     @property
     def relay_role(self) -> RelayRole: ...
 
+    def reply_soon(self, subjects: list[str], body: bytes, headers: dict[str, str]) -> None: ...
+
 
 @dataclass(slots=True)
 class Prior:
@@ -243,10 +245,19 @@ class PiLink:
                 gone = self.open_flows.pop(verdict.flow_id, "")
                 if gone:  # the host has no such form: neither has the stream
                     self._flow(gone, "gone", b"{}")
-            transport_id = fwd.book.answered(self.pid, verdict.request_id, verdict.flow_id, body)
-            if transport_id is None:
+            route = fwd.book.answered(self.pid, verdict.request_id, verdict.flow_id, body)
+            if route is None:
                 return  # a submit that did not come through this forwarder
-            self._put(fwd.names.result(fwd.host_id, self.pid, transport_id), body, {})
+            headers = {Header.SUBMIT: route.submit_id} if route.submit_id else {}
+            if route.replies:  # the direct requests waiting for it, then the watchers
+                replied = fwd.names.replied(fwd.host_id, self.pid, route.transport_id)
+                fwd.reply_soon([*route.replies, replied], body, headers)
+            # A direct reply that is lost (its bridge reconnected, or gave up waiting) is not
+            # lost for good: the bridge sends the submit again through SUBMITS, marked, and
+            # gets the result the book kept, in RESULTS.
+            if route.store:
+                subject = fwd.names.result(fwd.host_id, self.pid, route.transport_id)
+                self._put(subject, body, headers)
 
     def _end(self, reason: EndReason) -> None:
         if self._ended.is_set():

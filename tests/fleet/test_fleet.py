@@ -161,8 +161,9 @@ async def test_two_bridges_answering_one_form_get_one_acceptance(host: Host, fle
             fa = await flows_a.next(timeout=10)
             fb = await flows_b.next(timeout=10)
             assert fa.flow_id == fb.flow_id
-            ta = await a.submit(fa, yes(fa))
-            tb = await b.submit(fb, yes(fb))
+            # Sent together: a submit returns once its result is in (a direct submit's reply),
+            # after which the other bridge may already know the form completed.
+            ta, tb = await asyncio.gather(a.submit(fa, yes(fa)), b.submit(fb, yes(fb)))
             oa, ob = await asyncio.gather(
                 a.await_result(ta, timeout=10), b.await_result(tb, timeout=10)
             )

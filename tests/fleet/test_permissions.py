@@ -28,6 +28,7 @@ from pi_ask_sdk.transports.nats import (
     FleetPi,
     FleetSettings,
     NatsOptions,
+    NatsPermissions,
     connect_nats,
     ensure_forwarder_consumer,
     ensure_streams,
@@ -41,12 +42,13 @@ FAKE = b'{"fake":true}'
 PASSWORDS = {"admin": "admin-pw", "forward-a": "a-pw", "forward-b": "b-pw", "bridge": "bridge-pw"}
 
 
-def _user(name: str, permissions: dict[str, list[str]] | None) -> dict[str, object]:
+def _user(name: str, permissions: NatsPermissions | None) -> dict[str, object]:
     user: dict[str, object] = {"user": name, "password": PASSWORDS[name]}
     if permissions is not None:
         user["permissions"] = {
             "publish": {"allow": permissions["publish"]},
             "subscribe": {"allow": permissions["subscribe"]},
+            "allow_responses": permissions["allow_responses"],
         }
     return user
 

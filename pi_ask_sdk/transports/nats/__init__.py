@@ -20,7 +20,15 @@ from typing import TYPE_CHECKING
 
 from pi_ask_sdk.errors import FleetError, FleetPayloadTooLarge, FleetPiNotFound, FleetUnavailable
 
-from .subjects import DEFAULT_PREFIX, FleetNames, FlowKind, Header, check_host_id, flow_token
+from .subjects import (
+    DEFAULT_PREFIX,
+    FleetNames,
+    FlowKind,
+    Header,
+    NatsPermissions,
+    check_host_id,
+    flow_token,
+)
 
 if TYPE_CHECKING:
     from ._fleet import Fleet, FleetHandler, FleetPi, pi_transport, serve_fleet
@@ -61,6 +69,7 @@ __all__ = [
     "Header",
     "Heartbeat",
     "NatsOptions",
+    "NatsPermissions",
     "NatsTransport",
     "PiState",
     "TooLarge",

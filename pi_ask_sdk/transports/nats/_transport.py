@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import logging
 import secrets
-from typing import Final, Literal, Protocol
+from collections import OrderedDict
+from collections.abc import Coroutine
+from typing import Final, Literal, Protocol, TypeVar
 
 import msgspec
 import nats.errors
 import nats.js.errors
 from nats.aio.client import Client
 from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
 from nats.js import JetStreamContext
 from nats.js.api import DeliverPolicy
 
@@ -29,6 +33,13 @@ log: Final = logging.getLogger("pi_ask_sdk.fleet")
 
 _Phase = Literal["new", "snapshot", "live", "ended", "closed"]
 _ENCODER: Final = msgspec.json.Encoder()
+_T = TypeVar("_T")
+_DIRECT_TIMEOUT: Final = 2.0
+"""How long a direct submit waits for its result before it goes through SUBMITS (marked)."""
+_NATS_STATUS: Final = "Status"
+_NO_RESPONDERS: Final = "503"
+_DELIVERED_KEPT: Final = 1024
+"""Submit ids whose result was delivered, kept to drop the other copy (RESULTS keeps one)."""
 
 
 def encode_submit(payload: SubmitEvent) -> bytes:
@@ -47,6 +58,18 @@ def submit_msg_id(transport_id: str, flow_id: str, request_id: str) -> str:
     stores it once within its ``duplicate_window``."""
     key = "\x00".join((transport_id, flow_id, request_id)).encode("utf-8", "surrogatepass")
     return hashlib.sha256(key).hexdigest()[:40]
+
+
+async def _apart(call: Coroutine[object, object, _T]) -> _T:
+    """``await call`` in a task of its own: nats-py waits with ``asyncio.wait_for``, which (before
+    Python 3.12) may swallow a cancellation that meets the answer; the caller's is never lost."""
+    task = asyncio.get_running_loop().create_task(call)
+    try:
+        await asyncio.wait((task,))
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
+    return task.result()
 
 
 class FleetConnection(Protocol):
@@ -144,6 +167,11 @@ class NatsTransport:
         self._snapshot: dict[str, bytes] = {}  # flow subject -> its open started (snapshot)
         self._flows: Follower | None = None
         self._results: Follower | None = None
+        self._delivered: OrderedDict[str, None] = OrderedDict()  # submit ids with a result
+        self._inbox = ""  # where the direct submits' replies come, one subject each
+        self._replies: Subscription | None = None
+        self._waiting: dict[str, asyncio.Future[Msg]] = {}
+        self._requests = 0
 
     # --- introspection ---
 
@@ -203,6 +231,8 @@ class NatsTransport:
                 idle_heartbeat=fleet.idle_heartbeat,
             )
             await self._results.start(self._open_timeout)
+            self._inbox = fleet.nc.new_inbox()
+            self._replies = await fleet.nc.subscribe(f"{self._inbox}.*", cb=self._on_reply)
             self._flows = Follower(
                 js,
                 names.flows_stream,
@@ -240,33 +270,100 @@ class NatsTransport:
             raise
 
     async def send(self, payload: SubmitEvent) -> None:
-        """Publish the submit for the Pi's forwarder (stored once, whatever the re-sends).
+        """Send the submit to the Pi's forwarder: directly (a core NATS request it answers
+        with the submit-result) while the forwarder is alive, else through SUBMITS (stored
+        once, whatever the re-sends, taken when a forwarder of the host is back).
 
         Raises:
-            ConnectionLost: Not following the Pi, the connection is closed, or the submit was
-                not stored.
+            ConnectionLost: Not following the Pi, the connection is closed, or the submit
+                surely did not reach Pi (not stored, or the forwarder says it was not sent).
         """
         if self._phase != "live":
             raise ConnectionLost("disconnected", f"not following Pi {self._pid} on {self._host!r}")
         fleet = self._fleet
-        body, headers = encode_body(encode_submit(payload), "the submit", max_payload(fleet.nc))
+        nc = fleet.nc
+        body, headers = encode_body(encode_submit(payload), "the submit", max_payload(nc))
+        submit_id = submit_msg_id(self._id, payload.flow_id, payload.request_id)
         headers[Header.BRIDGE] = self._id
-        headers[Header.MSG_ID] = submit_msg_id(self._id, payload.flow_id, payload.request_id)
-        subject = fleet.names.submit(self._host, self._pid)
+        headers[Header.SUBMIT] = submit_id
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._send_timeout
+        if nc.is_connected and fleet.forwarder_alive(self._host):
+            reply = await self._request(nc, body, headers)
+            if reply == "ambiguous":
+                # It may have been taken: sent again through SUBMITS, marked, so that the
+                # forwarder gives it to Pi only if it has not, and while its form is open.
+                headers[Header.RESENT] = "1"
+            elif reply != "not_taken":
+                if (reply.headers or {}).get(Header.STATUS) is not None:
+                    raise ConnectionLost(
+                        "disconnected", reply.data.decode("utf-8", "replace") or "not sent"
+                    )
+                result = decode_body(reply)
+                if result is not None:
+                    self._deliver_result(submit_id, result)
+                return
+        headers[Header.MSG_ID] = submit_id
+        await self._send_stored(body, headers, deadline)
+
+    async def _request(
+        self, nc: Client, body: bytes, headers: dict[str, str]
+    ) -> Msg | Literal["not_taken", "ambiguous"]:
+        """A direct submit: its reply, ``"not_taken"`` when surely no forwarder took it (no
+        responder, or refused before it left), ``"ambiguous"`` when no reply came in time.
+        (Not ``nc.request``: its ``wait_for`` may swallow a cancellation that meets the reply,
+        which left a cancelled bridge running.)"""
+        self._requests += 1
+        token = str(self._requests)
+        reply: asyncio.Future[Msg] = asyncio.get_running_loop().create_future()
+        self._waiting[token] = reply
+        try:
+            try:
+                await nc.publish(
+                    self._fleet.names.direct(self._host, self._pid),
+                    body,
+                    reply=f"{self._inbox}.{token}",
+                    headers=headers,
+                )
+            except (nats.errors.ConnectionClosedError, nats.errors.ConnectionDrainingError):
+                raise ConnectionLost("disconnected", "the NATS connection is closed") from None
+            except (nats.errors.Error, OSError):
+                return "not_taken"  # refused before it left (a full reconnect buffer)
+            await asyncio.wait((reply,), timeout=min(_DIRECT_TIMEOUT, self._send_timeout))
+        finally:
+            del self._waiting[token]
+        if not reply.done():
+            reply.cancel()
+            return "ambiguous"
+        msg = reply.result()
+        if (msg.headers or {}).get(_NATS_STATUS) == _NO_RESPONDERS:
+            return "not_taken"  # (the server's answer: nobody subscribes to the subject)
+        return msg
+
+    async def _on_reply(self, msg: Msg) -> None:
+        reply = self._waiting.get(msg.subject.rpartition(".")[2])
+        if reply is not None and not reply.done():
+            reply.set_result(msg)
+
+    async def _send_stored(self, body: bytes, headers: dict[str, str], deadline: float) -> None:
+        """Publish to SUBMITS until stored (the same ``Nats-Msg-Id`` on every re-send)."""
+        fleet = self._fleet
+        subject = fleet.names.submit(self._host, self._pid)
+        loop = asyncio.get_running_loop()
         last = "no attempt"
         while True:
             remaining = deadline - loop.time()
             if remaining <= 0:
                 break
             try:
-                await fleet.js.publish(
-                    subject,
-                    body,
-                    timeout=min(remaining, 2.0),
-                    stream=fleet.names.submits_stream,
-                    headers=dict(headers),
+                await _apart(
+                    fleet.js.publish(
+                        subject,
+                        body,
+                        timeout=min(remaining, 2.0),
+                        stream=fleet.names.submits_stream,
+                        headers=dict(headers),
+                    )
                 )
                 return
             except (nats.errors.TimeoutError, asyncio.TimeoutError):
@@ -287,7 +384,7 @@ class NatsTransport:
             if not self.is_connected:  # ended meanwhile
                 break
             await asyncio.sleep(min(0.05, max(0.0, deadline - loop.time())))  # backoff
-        if last == "ambiguous":
+        if last == "ambiguous" or headers.get(Header.RESENT):
             log.warning(
                 "pi_ask_sdk.fleet: no acknowledgement of a submit to Pi %d on %r within %g s; "
                 "it may still arrive",
@@ -313,6 +410,10 @@ class NatsTransport:
         for follower in (self._flows, self._results):
             if follower is not None:
                 await follower.stop()
+        replies, self._replies = self._replies, None
+        if replies is not None:
+            with contextlib.suppress(nats.errors.Error, OSError):
+                await replies.unsubscribe()
         if self._owns_fleet:
             self._owns_fleet = False
             await self._fleet.close()
@@ -411,9 +512,20 @@ class NatsTransport:
         )
 
     def _on_result(self, msg: Msg) -> None:
+        body = decode_body(msg)
+        if body is not None:
+            self._deliver_result((msg.headers or {}).get(Header.SUBMIT, ""), body)
+
+    def _deliver_result(self, submit_id: str, body: bytes) -> None:
+        """One submit-result per submit: its direct reply and its copy in RESULTS are one."""
         listener = self._listener
         if listener is None or self._phase != "live":
             return
-        body = decode_body(msg)
-        if body is not None:
-            listener.message(SUBMIT_RESULT, body)
+        if submit_id:
+            delivered = self._delivered
+            if submit_id in delivered:
+                return
+            delivered[submit_id] = None
+            if len(delivered) > _DELIVERED_KEPT:
+                delivered.popitem(last=False)
+        listener.message(SUBMIT_RESULT, body)

@@ -11,6 +11,8 @@ subject                             stream      what
 ``<p>.<host>.<pid>.state``          FLOWS       the Pi process: up (with its epoch) or gone
 ``<p>.<host>.<pid>.flow.<flow>``    FLOWS       one form: its started, completed or gone
 ``<p>.<host>.<pid>.submit``         SUBMITS     a bridge's submit for that Pi
+``<p>.<host>.<pid>.direct``         (core)      a bridge's submit, as a request to a live forwarder
+``<p>.<host>.<pid>.replied.<tid>``  (core)      a direct submit's result again, for watchers
 ``<p>.<host>.<pid>.result.<tid>``   RESULTS     the host's submit-result, for the bridge that sent
 ``<p>._bridge.<bridge>``            (core)      a bridge's presence heartbeat (and its goodbye)
 ``<p>._probe``                      (core)      a forwarder asks every bridge to heartbeat now
@@ -35,7 +37,7 @@ import base64
 import hashlib
 import re
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Final, Literal, TypedDict
 
 from pi_ask_sdk.errors import InvalidArgument
 
@@ -44,6 +46,7 @@ __all__ = [
     "FleetNames",
     "FlowKind",
     "Header",
+    "NatsPermissions",
     "check_host_id",
     "flow_token",
 ]
@@ -70,6 +73,25 @@ class Header:
     """On a submit: the sending transport's id (where its submit-result goes)."""
     MSG_ID: Final = "Nats-Msg-Id"
     """JetStream's own de-duplication id (within the stream's ``duplicate_window``)."""
+    SUBMIT: Final = "Pi-Ask-Submit"
+    """On a submit and on its submit-result: the submit's id (``submit_msg_id``), the same
+    whichever way it went, so a bridge takes one result per submit."""
+    RESENT: Final = "Pi-Ask-Resent"
+    """``"1"`` on a submit sent to SUBMITS after its direct request got no answer in time: the
+    forwarder may have taken it already (docs/fleet.md, Delivery semantics)."""
+    STATUS: Final = "Pi-Ask-Status"
+    """On a direct reply that is not a submit-result: ``"not_sent"`` (the forwarder surely did
+    not give the submit to Pi; the body says why)."""
+
+
+class NatsPermissions(TypedDict):
+    """A nats-server user's ``permissions`` for one side of the fleet: the ``allow`` lists of
+    ``publish`` and ``subscribe``, and whether it may answer requests (``allow_responses``:
+    publish once to the reply subject of each request it received)."""
+
+    publish: list[str]
+    subscribe: list[str]
+    allow_responses: bool
 
 
 COMPRESS_OVER: Final = 64 * 1024
@@ -173,6 +195,21 @@ class FleetNames:
         """The subject bridges publish a Pi's submits on."""
         return f"{self.prefix}.{host}.{pid}.submit"
 
+    def direct(self, host: str, pid: int) -> str:
+        """The subject of a Pi's direct submits: core NATS requests its host's live forwarder
+        answers with the submit-result (no stream holds it)."""
+        return f"{self.prefix}.{host}.{pid}.direct"
+
+    def replied(self, host: str, pid: int, transport_id: str) -> str:
+        """Where the forwarder publishes a direct submit's result again (core NATS, stored
+        nowhere), for watchers: ``pi-ask watch`` shows every submit-result."""
+        return f"{self.prefix}.{host}.{pid}.replied.{transport_id}"
+
+    @property
+    def all_replied(self) -> str:
+        """Every host's direct submit-results, as published for watchers."""
+        return f"{self.prefix}.*.*.replied.*"
+
     def result(self, host: str, pid: int, transport_id: str) -> str:
         """The subject of the submit-results for one sending transport."""
         return f"{self.prefix}.{host}.{pid}.result.{transport_id}"
@@ -214,6 +251,10 @@ class FleetNames:
         """The submits one host's forwarder takes."""
         return f"{self.prefix}.{host}.*.submit"
 
+    def host_direct(self, host: str) -> str:
+        """The direct submits one host's forwarder answers."""
+        return f"{self.prefix}.{host}.*.direct"
+
     @property
     def all_bridges(self) -> str:
         """Every bridge's heartbeats."""
@@ -221,6 +262,11 @@ class FleetNames:
 
     def forwarder_consumer(self, host: str) -> str:
         """The durable consumer of SUBMITS that a host's forwarder reads."""
+        return f"forward-{host}"
+
+    def forwarder_queue(self, host: str) -> str:
+        """The queue group of a host's forwarders on its direct submits: were two running,
+        each submit would still reach one."""
         return f"forward-{host}"
 
     def forwarder_deliver(self, host: str) -> str:
@@ -253,14 +299,15 @@ class FleetNames:
 
     # --- NATS permissions (docs/fleet.md, Security) ---
 
-    def forwarder_permissions(self, host: str) -> dict[str, list[str]]:
+    def forwarder_permissions(self, host: str) -> NatsPermissions:
         """What ``host``'s forwarder needs to publish and subscribe to, and nothing more: its
         own Pis' state, flow and result subjects, the probe, reading FLOWS (its look back),
         binding and acknowledging its own submit consumer (made beforehand by an administrator:
         ``ensure_forwarder_consumer``; run it with ``--no-setup``), its own inbox
         (``<p>_INBOX_<host>``; connect with ``NatsOptions(inbox_prefix=...)`` of the same).
-        As ``{"publish": [...], "subscribe": [...]}``: the ``allow`` lists of a nats-server
-        user's ``permissions``."""
+        Its direct submits, answered on each bridge's reply subject (``allow_responses``;
+        without it each direct submit waits 2 s, then goes through SUBMITS: slower, nothing
+        lost)."""
         p, flows, submits = self.prefix, self.flows_stream, self.submits_stream
         durable = self.forwarder_consumer(host)
         return {
@@ -268,16 +315,23 @@ class FleetNames:
                 f"{p}.{host}.*.state",
                 f"{p}.{host}.*.flow.*",
                 f"{p}.{host}.*.result.*",
+                f"{p}.{host}.*.replied.*",
                 self.forwarder(host),
                 self.probe,
                 *_reader_api(flows),
                 f"$JS.API.CONSUMER.INFO.{submits}.{durable}",
                 f"$JS.ACK.{submits}.{durable}.>",
             ],
-            "subscribe": [self.all_bridges, self.forwarder_deliver(host), self.inbox(host) + ".>"],
+            "subscribe": [
+                self.all_bridges,
+                self.forwarder_deliver(host),
+                self.host_direct(host),
+                self.inbox(host) + ".>",
+            ],
+            "allow_responses": True,
         }
 
-    def bridge_permissions(self, bridge: str) -> dict[str, list[str]]:
+    def bridge_permissions(self, bridge: str) -> NatsPermissions:
         """What a bridge (``Fleet``, with ``setup=False``) needs: publish submits for every
         host and its presence heartbeat, read FLOWS and RESULTS, its own inbox
         (``inbox(bridge)``). No forwarder subject: it cannot fake a form, a Pi or a result.
@@ -285,12 +339,14 @@ class FleetNames:
         return {
             "publish": [
                 f"{self.prefix}.*.*.submit",
+                f"{self.prefix}.*.*.direct",
                 self.all_bridges,
                 *_reader_api(self.flows_stream),
                 *_reader_api(self.results_stream),
                 *_reader_api(self.forwarders_stream),
             ],
             "subscribe": [self.probe, self.inbox(bridge) + ".>"],
+            "allow_responses": False,
         }
 
     def inbox(self, user: str) -> str:
