@@ -32,9 +32,10 @@ class SubmitBook:
     The default, 4,096 (about 2.3 MiB at most: some 580 bytes a submit with its result), keeps
     a forwarder's memory flat under steady load. It only has to catch what slips past the
     rest: JetStream stores a re-sent submit (same ``Nats-Msg-Id``) once within the stream's
-    ``duplicate_window`` (120 s), a bridge re-sends only within its ``send_timeout`` (5 s), and
-    a submit is acknowledged before the relay gets it, so JetStream does not deliver it
-    again once sent. (65,536 kept some 37 MiB, grown form by form: bench/fleet.py.)"""
+    ``duplicate_window`` (120 s), a bridge re-sends only within its ``send_timeout`` (5 s; a
+    direct submit's re-sent copy comes 2 s after it), and a stored submit is acknowledged
+    before the relay gets it, so JetStream does not deliver it again once sent. (65,536 kept
+    some 37 MiB, grown form by form: bench/fleet.py.)"""
 
     def __init__(self, size: int = 4096) -> None:
         self._size = size

@@ -130,12 +130,16 @@ class NatsTransport:
     host's forwarder is silent past ``FleetSettings.forwarder_timeout`` (then ``open`` raises
     ``FleetPiNotFound`` too), or the fleet was closed.
 
-    ``send`` publishes the submit to the Pi's host (JetStream, de-duplicated by a ``Nats-Msg-Id``
-    of this transport, flow and request id) and waits at most ``send_timeout`` seconds for the
-    stream to store it, re-sending on a timeout. Raises ``FleetPayloadTooLarge`` for a submit
-    over the server's ``max_payload`` and ``ConnectionLost`` when it surely was not stored;
-    when it may have been (no acknowledgement in time) it returns, and the submit's result
-    wait decides (``SubmitTimedOut`` at worst: never a false "not sent").
+    ``send`` sends the submit to the Pi's host: while its forwarder heartbeats, as a core NATS
+    request the forwarder answers with the submit-result (``send`` returns once it is in);
+    else, or when no forwarder takes it, through the SUBMITS stream (de-duplicated by a
+    ``Nats-Msg-Id`` of this transport, flow and request id), waiting at most ``send_timeout``
+    seconds for the stream to store it, re-sending on a timeout. A direct request without an
+    answer in 2 s goes through the stream too, marked re-sent (docs/fleet.md, Delivery
+    semantics). Raises ``FleetPayloadTooLarge`` for a submit over the server's
+    ``max_payload`` and ``ConnectionLost`` when it surely did not reach Pi; when it may have
+    (no acknowledgement in time) it returns, and the submit's result wait decides
+    (``SubmitTimedOut`` at worst: never a false "not sent").
 
     ``owns_fleet=True`` (what ``pi_transport`` makes) opens the fleet connection in ``open``
     and closes it in ``close``: a transport with a connection of its own, for
