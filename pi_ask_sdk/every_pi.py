@@ -12,6 +12,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+from ._tasks import cancel_and_wait, within
 from .client import BridgeClient
 from .transports.relay import RelayInfo, RelayTransport, discover_relays
 
@@ -67,10 +68,6 @@ async def serve_every_pi(
                 if task is None or task.done():
                     serving[info.path] = asyncio.create_task(_serve_one(handler, info))
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(stop.wait(), poll)
+                await within(stop.wait(), poll)
     finally:
-        for task in serving.values():
-            task.cancel()
-        for task in serving.values():
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(serving.values(), what="Pi handlers")

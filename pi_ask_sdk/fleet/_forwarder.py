@@ -22,6 +22,7 @@ from nats.js import JetStreamContext
 from typing_extensions import Self
 
 from pi_ask_core import SUBMIT, Skipped, SubmitEvent, decode_event
+from pi_ask_sdk._tasks import cancel_and_wait, within
 from pi_ask_sdk.errors import ConnectionLost, FleetUnavailable
 from pi_ask_sdk.transports.nats import (
     FleetNames,
@@ -280,7 +281,7 @@ class Forwarder:
             return
         if info.num_pending or info.num_ack_pending:
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._backlog_done.wait(), timeout)
+                await within(self._backlog_done.wait(), timeout)
 
     async def close(self) -> None:
         """Stop following the relays (their Pis stay up in the fleet: a forwarder restart finds
@@ -295,12 +296,7 @@ class Forwarder:
             self._beating.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._beating
-        tasks = list(self._tasks.values())
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_and_wait(list(self._tasks.values()), what="forwarder's links")
         nc, self._nc = self._nc, None
         if nc is not None:
             await close_nats(nc)
@@ -347,13 +343,13 @@ class Forwarder:
                 await self._wait_opened(10.0)
                 await self._bind_submits()
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(stop.wait(), self._poll)
+                await within(stop.wait(), self._poll)
 
     async def _wait_opened(self, timeout: float) -> None:
         waits = [link.opened.wait() for link in self._links.values()]
         if waits:
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(asyncio.gather(*waits), timeout)
+                await within(asyncio.gather(*waits), timeout)
 
     async def _mark_missing_gone(self) -> None:
         """Pis this host showed as up before, whose relay is not there now: gone."""
@@ -440,7 +436,7 @@ class Forwarder:
         """Wait (at most ``timeout`` s) until ``run`` has opened the relays it found first,
         bound this host's submit consumer and subscribed to its direct submits; raises
         ``TimeoutError``."""
-        await asyncio.wait_for(self._taking.wait(), timeout)
+        await within(self._taking.wait(), timeout)
 
     async def wait_role(self, role: RelayRole, timeout: float) -> None:
         """Wait (at most ``timeout`` s) until the forwarder tells its relays ``role``; raises
@@ -450,7 +446,7 @@ class Forwarder:
             while self.relay_role != role:
                 await self._answer_changed.wait()
 
-        await asyncio.wait_for(until(), timeout)
+        await within(until(), timeout)
 
     # --- submits ---
 
@@ -543,7 +539,7 @@ class Forwarder:
             return ""
         if link is not None and not link.opened.is_set():
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(link.opened.wait(), 10.0)
+                await within(link.opened.wait(), 10.0)
         if link is None or not link.transport.is_connected:
             log.info("pi_ask_sdk.fleet: a submit for Pi %d, which is not followed now", pid)
             return f"Pi {pid} is not followed by its host's forwarder now"

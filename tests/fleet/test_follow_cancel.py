@@ -12,7 +12,7 @@ from typing import cast
 import pytest
 from nats.js import JetStreamContext
 
-from pi_ask_sdk.transports.nats._follow import Follower, within
+from pi_ask_sdk.transports.nats._follow import Follower
 
 
 class _Info:
@@ -63,32 +63,3 @@ async def test_a_cancel_as_a_wait_completes_stops_start_and_unsubscribes(cancel_
         await asyncio.wait_for(task, 5)
     assert task.cancelled()
     assert [sub.unsubscribed for sub in js.subs] == [True]  # its consumer is not left behind
-
-
-@pytest.mark.asyncio
-async def test_within_returns_raises_and_never_swallows_a_cancel() -> None:
-    async def value() -> int:
-        return 7
-
-    assert await within(value(), 1.0) == 7
-    never = asyncio.Event()
-    with pytest.raises(asyncio.TimeoutError):
-        await within(never.wait(), 0.01)
-
-    inner_done = asyncio.Event()
-
-    async def completes_and_cancels_caller(caller: asyncio.Task[None]) -> int:
-        caller.cancel()  # the cancel arrives in the step the awaited thing completes
-        inner_done.set()
-        return 1
-
-    async def caller() -> None:
-        current = asyncio.current_task()
-        assert current is not None
-        await within(completes_and_cancels_caller(current), 5.0)
-        await never.wait()  # (wait_for before 3.12 got here, and waited for ever)
-
-    task = asyncio.get_running_loop().create_task(caller())
-    with pytest.raises(asyncio.CancelledError):
-        await asyncio.wait_for(task, 5)
-    assert inner_done.is_set()

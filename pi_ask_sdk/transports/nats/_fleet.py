@@ -19,11 +19,12 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from typing_extensions import Self
 
+from pi_ask_sdk._tasks import cancel_and_wait, within
 from pi_ask_sdk.client import BridgeClient
 from pi_ask_sdk.errors import FleetError, FleetUnavailable, InvalidArgument, InvalidUse
 from pi_ask_sdk.transports.relay import RelayRole
 
-from ._follow import Follower, within
+from ._follow import Follower
 from ._setup import (
     ENCODER,
     FORWARDER_BEAT_DECODER,
@@ -161,17 +162,13 @@ class Fleet:
         if self._closed:
             return
         self._closed = True
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_and_wait(self._tasks, what="fleet's tasks")
         self._tasks.clear()
         for handle in self._alive.values():
             handle.cancel()
         if self._liveness is not None:
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._liveness.stop(), 2)
+                await within(self._liveness.stop(), 2)
         for transport in list(self._transports):
             transport._fleet_closed()
         nc, self._nc = self._nc, None
@@ -526,11 +523,7 @@ class Fleet:
         finally:
             self._host_watchers.remove(on_host)
             await follower.stop()
-            for task in serving.values():
-                task.cancel()
-            for task in serving.values():
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+            await cancel_and_wait(serving.values(), what="Pi handlers")
 
     async def _serve_one(self, handler: FleetHandler, pi: FleetPi, prefix: str) -> None:
         try:

@@ -12,43 +12,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
-from typing import Final, TypeVar
+from collections.abc import Callable
+from typing import Final
 
 import nats.errors
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import DeliverPolicy
 
+from pi_ask_sdk._tasks import within
+
 log: Final = logging.getLogger("pi_ask_sdk.fleet")
 
 MsgHandler = Callable[[Msg], None]
-T = TypeVar("T")
-
-
-async def within(awaitable: Awaitable[T], timeout: float) -> T:
-    """``asyncio.wait_for(awaitable, timeout)`` that never loses a cancellation.
-
-    Before Python 3.12, ``wait_for`` returns the result when the caller is cancelled just as
-    the awaited thing completes: the cancellation is swallowed, and a caller that then waits
-    for something that never comes (a watch for ever, ``NatsTransport.open`` cancelled by its
-    client's timeout) hangs. Here a cancellation always raises ``CancelledError`` (the awaited
-    thing is cancelled, or left completed: its result is the caller's to clean up, as
-    ``Follower.start`` does); ``TimeoutError`` after ``timeout`` seconds (it is cancelled)."""
-    task = asyncio.ensure_future(awaitable)
-    try:
-        done, _ = await asyncio.wait((task,), timeout=max(0.0, timeout))
-    except asyncio.CancelledError:
-        task.cancel()
-        await asyncio.wait((task,))  # (its cancellation, or its completion, is in)
-        raise
-    if not done:
-        task.cancel()
-        await asyncio.wait((task,))
-        if not task.cancelled() and task.exception() is None:
-            return task.result()  # it completed as it was being cancelled
-        raise asyncio.TimeoutError
-    return task.result()
 
 
 class Follower:

@@ -28,6 +28,7 @@ from nats.js.api import (
     StreamConfig,
 )
 
+from pi_ask_sdk._tasks import within
 from pi_ask_sdk.errors import FleetPayloadTooLarge, FleetUnavailable
 
 from .subjects import COMPRESS_OVER, FleetNames, Header
@@ -91,7 +92,7 @@ async def connect_nats(options: NatsOptions) -> Client:
     try:
         # Bounded as a whole: with unlimited reconnects nats-py also retries the first
         # connection for ever.
-        return await asyncio.wait_for(_connect(options, servers), options.connect_timeout)
+        return await within(_connect(options, servers), options.connect_timeout)
     except asyncio.TimeoutError:
         raise FleetUnavailable(
             options.url, f"no server answered within {options.connect_timeout:g} s"
@@ -109,7 +110,7 @@ async def close_nats(nc: Client, *, timeout: float = 5.0) -> None:
         timeout: the longest the drain may take, in seconds.
     """
     with contextlib.suppress(nats.errors.Error, OSError, asyncio.TimeoutError):
-        await asyncio.wait_for(nc.drain(), timeout)
+        await within(nc.drain(), timeout)
     if not nc.is_closed:
         with contextlib.suppress(nats.errors.Error, OSError):
             await nc.close()

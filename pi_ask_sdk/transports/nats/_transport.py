@@ -9,8 +9,7 @@ import json
 import logging
 import secrets
 from collections import OrderedDict
-from collections.abc import Coroutine
-from typing import Final, Literal, Protocol, TypeVar
+from typing import Final, Literal, Protocol
 
 import msgspec
 import nats.errors
@@ -22,6 +21,7 @@ from nats.js import JetStreamContext
 from nats.js.api import DeliverPolicy
 
 from pi_ask_core import COMPLETED, STARTED, SUBMIT_RESULT, SubmitEvent
+from pi_ask_sdk._tasks import within
 from pi_ask_sdk.errors import ConnectionLost, FleetPiNotFound, FleetUnavailable, InvalidUse
 from pi_ask_sdk.transports.base import TransportListener
 
@@ -33,7 +33,6 @@ log: Final = logging.getLogger("pi_ask_sdk.fleet")
 
 _Phase = Literal["new", "snapshot", "live", "ended", "closed"]
 _ENCODER: Final = msgspec.json.Encoder()
-_T = TypeVar("_T")
 _DIRECT_TIMEOUT: Final = 2.0
 """How long a direct submit waits for its result before it goes through SUBMITS (marked)."""
 _NATS_STATUS: Final = "Status"
@@ -58,18 +57,6 @@ def submit_msg_id(transport_id: str, flow_id: str, request_id: str) -> str:
     stores it once within its ``duplicate_window``."""
     key = "\x00".join((transport_id, flow_id, request_id)).encode("utf-8", "surrogatepass")
     return hashlib.sha256(key).hexdigest()[:40]
-
-
-async def _apart(call: Coroutine[object, object, _T]) -> _T:
-    """``await call`` in a task of its own: nats-py waits with ``asyncio.wait_for``, which (before
-    Python 3.12) may swallow a cancellation that meets the answer; the caller's is never lost."""
-    task = asyncio.get_running_loop().create_task(call)
-    try:
-        await asyncio.wait((task,))
-    except asyncio.CancelledError:
-        task.cancel()
-        raise
-    return task.result()
 
 
 class FleetConnection(Protocol):
@@ -360,14 +347,15 @@ class NatsTransport:
             if remaining <= 0:
                 break
             try:
-                await _apart(
+                await within(  # (a cancellation is never swallowed: pi_ask_sdk._tasks)
                     fleet.js.publish(
                         subject,
                         body,
                         timeout=min(remaining, 2.0),
                         stream=fleet.names.submits_stream,
                         headers=dict(headers),
-                    )
+                    ),
+                    remaining + 1.0,
                 )
                 return
             except (nats.errors.TimeoutError, asyncio.TimeoutError):

@@ -11,6 +11,7 @@ from typing import Final, Literal
 
 from pi_ask_core import SubmitEvent
 from pi_ask_sdk._relay_info import RelayInfo
+from pi_ask_sdk._tasks import within
 from pi_ask_sdk.errors import (
     MAX_SOCKET_PATH,
     ConnectionLost,
@@ -222,7 +223,7 @@ class RelayTransport:
         if not conn.writable.is_set():
             # The relay is not reading: wait for it, bounded, rather than queue without limit.
             try:
-                await asyncio.wait_for(conn.writable.wait(), self._hello_timeout)
+                await within(conn.writable.wait(), self._hello_timeout)
             except asyncio.TimeoutError:
                 raise ConnectionLost(
                     "disconnected",
@@ -283,7 +284,7 @@ class RelayTransport:
             return await conn.ready  # the hello, once the replays it announced arrived
 
         try:
-            hello = await asyncio.wait_for(handshake(), self._hello_timeout)
+            hello = await within(handshake(), self._hello_timeout)
         except asyncio.TimeoutError:
             for conn in made:
                 conn.close()
