@@ -270,6 +270,7 @@ class Forwarder:
             cb=self._on_direct,
         )
         self._taking.set()
+        log.info("pi_ask_sdk.fleet: taking the submits of host %s", self.host_id)
 
     async def _wait_backlog(self, timeout: float) -> None:
         subscription = self._submits

@@ -163,7 +163,8 @@ def assert_each_form_once(
 
 
 class ForwarderProcess:
-    """``pi-ask forward`` in its own process (so that it can be killed)."""
+    """``pi-ask forward`` in its own process (so that it can be killed); its log lines are
+    kept (``wait_log``)."""
 
     def __init__(self, url: str, host_id: str, directory: Path) -> None:
         self.args = [
@@ -171,19 +172,50 @@ class ForwarderProcess:
             "--host-id", host_id, "--relay-dir", str(directory),
         ]  # fmt: skip
         self.process: subprocess.Popen[bytes] | None = None
+        self.log: list[str] = []
+        self._logged = asyncio.Event()
+        self._reader: threading.Thread | None = None
 
     def start(self) -> None:
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        self.process = subprocess.Popen(
+        process = subprocess.Popen(
             self.args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL, env=env,
+            stderr=subprocess.PIPE, env=env,
         )  # fmt: skip
+        self.process = process
+        self.log = log = []  # this process's: a killed one's last lines go to its own
+        loop = asyncio.get_running_loop()
+        stderr = process.stderr
+        assert stderr is not None
+
+        def line(text: str) -> None:
+            log.append(text)
+            self._logged.set()
+
+        def read() -> None:
+            for raw in stderr:
+                with contextlib.suppress(RuntimeError):  # (the loop closed)
+                    loop.call_soon_threadsafe(line, raw.decode("utf-8", "replace"))
+
+        self._reader = threading.Thread(target=read, daemon=True)
+        self._reader.start()
+
+    async def wait_log(self, text: str, timeout: float = 30.0) -> None:
+        """Until the running process logged a line holding ``text``."""
+
+        async def heard() -> None:
+            while not any(text in line for line in self.log):
+                self._logged.clear()
+                await self._logged.wait()
+
+        await asyncio.wait_for(heard(), timeout)
 
     def kill(self) -> None:
         process, self.process = self.process, None
         if process is not None:
             process.kill()
             process.wait(10)
+            self._done(process)
 
     def stop(self) -> None:
         process, self.process = self.process, None
@@ -194,6 +226,14 @@ class ForwarderProcess:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait(10)
+            self._done(process)
+
+    def _done(self, process: subprocess.Popen[bytes]) -> None:
+        if self._reader is not None:
+            self._reader.join(10)  # (its pipe closed with the process)
+            self._reader = None
+        if process.stderr is not None:
+            process.stderr.close()
 
 
 class BridgeProcess:

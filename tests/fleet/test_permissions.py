@@ -71,20 +71,42 @@ def options(server: NatsServer, user: str, inbox: str) -> NatsOptions:
     )
 
 
+def _no_responses(permissions: NatsPermissions) -> NatsPermissions:
+    permissions["allow_responses"] = False
+    return permissions
+
+
+NO_RESPONSES = "authorization " + json.dumps(
+    {
+        "users": [
+            _user("admin", None),
+            _user("forward-a", _no_responses(NAMES.forwarder_permissions("host-a"))),
+            _user("bridge", NAMES.bridge_permissions("bridge")),
+        ]
+    }
+)
+"""A forwarder user that may not answer requests (``allow_responses`` left out)."""
+
+
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[NatsServer]:
     with nats_server(tmp_path / "nats", config=CONFIG) as started:
         yield started
 
 
-@pytest_asyncio.fixture
-async def admin(server: NatsServer) -> AsyncIterator[Client]:
+async def _admin(server: NatsServer) -> Client:
     """The administrator's connection, after it made the streams and both submit consumers."""
     nc = await connect_nats(NatsOptions(server.url, user="admin", password=PASSWORDS["admin"]))
     js = nc.jetstream()
     await ensure_streams(js, NAMES, FleetSettings(), server.url)
     for host in ("host-a", "host-b"):
         await ensure_forwarder_consumer(js, NAMES, host, server.url)
+    return nc
+
+
+@pytest_asyncio.fixture
+async def admin(server: NatsServer) -> AsyncIterator[Client]:
+    nc = await _admin(server)
     yield nc
     await nc.close()
 
@@ -311,3 +333,42 @@ async def test_the_bridge_permissions_serve_forms_and_cannot_fake_forwarders(
         if attacker.nc is not None:
             await attacker.nc.close()
         await host_a.close()
+
+
+@pytest.mark.asyncio
+async def test_a_forwarder_that_may_not_answer_requests_still_answers_through_submits(
+    tmp_path: Path,
+) -> None:
+    """A forwarder user without ``allow_responses``: the server refuses its reply to the
+    bridge's direct submit; the bridge hears nothing for 2 s and sends the submit again
+    through SUBMITS (marked re-sent); the forwarder's book answers it with the result it kept,
+    in RESULTS. The bridge is told it was accepted; Pi got it once."""
+    with nats_server(tmp_path / "nats", config=NO_RESPONSES) as server:
+        admin = await _admin(server)
+        host_a = await _host(tmp_path, server, "host-a", "forward-a")
+        try:
+            relay = await host_a.start_pi()
+            forwarder = await host_a.start_forwarder(setup=False)
+            await forwarder.wait_taking_submits(20)
+            bridge = options(server, "bridge", "bridge")
+            async with Fleet(bridge, setup=False, heartbeat=0.2) as fleet:
+                await fleet.wait_pi("host-a", relay.pid)
+                handle = relay.open_form(yes_no_params(), "refused-reply")
+                async with BridgeClient(fleet.transport("host-a", relay.pid)) as client:
+                    flow = await client.flows().next(timeout=10)
+                    loop = asyncio.get_running_loop()
+                    began = loop.time()
+                    outcome = await client.respond(flow, yes(flow), timeout=20)
+                    took = loop.time() - began
+            assert isinstance(outcome, SubmitAccepted), outcome
+            assert took >= 2.0  # (the direct request's wait, then the re-send)
+            assert relay_answered(relay, flow.flow_id) == 1
+            assert not handle.is_open
+            refused = f'Publish Violation - Subject "{NAMES.inbox("bridge")}.'
+            assert [line for line in violations(server) if refused not in line] == []
+            assert any(refused in line for line in violations(server))  # its reply, refused
+            info = await admin.jetstream().stream_info(NAMES.submits_stream)
+            assert info.state.last_seq == 1  # the re-sent copy, the one stored
+        finally:
+            await host_a.close()
+            await admin.close()

@@ -28,6 +28,8 @@ from pi_ask_core import (
     decode_event,
 )
 
+MAX_LINE_BYTES = 1024 * 1024  # pi-ask-relay.ts
+
 
 class FakeRelay:
     def __init__(self, directory: Path, *, pid: int | None = None, name: str | None = None) -> None:
@@ -42,6 +44,9 @@ class FakeRelay:
         self.split_replays = False  # send each replay in its own write, after a pause
         self.cut_replays = 0  # this many connections are closed after their first replay
         self.roles = False  # announce the client hello, welcome it, count the answerers
+        self.hold: asyncio.Event | None = None  # submits wait for it to be set (a slow Pi)
+        self._held: set[asyncio.Task[None]] = set()
+        self._received_changed = asyncio.Event()
         self.role_of: dict[asyncio.StreamWriter, str] = {}
         self._role_changed = asyncio.Event()
         self._server: asyncio.AbstractServer | None = None
@@ -54,7 +59,10 @@ class FakeRelay:
     async def start(self) -> None:
         self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         os.chmod(self.directory, 0o700)
-        self._server = await asyncio.start_unix_server(self._serve, path=str(self.path))
+        # Lines up to the real relay's MAX_LINE_BYTES (1 MiB), not asyncio's 64 KiB.
+        self._server = await asyncio.start_unix_server(
+            self._serve, path=str(self.path), limit=MAX_LINE_BYTES + 1
+        )
         os.chmod(self.path, 0o600)
 
     async def stop(self) -> None:
@@ -73,6 +81,16 @@ class FakeRelay:
             while len(self.writers) < count:
                 self._connected.clear()
                 await self._connected.wait()
+
+        await asyncio.wait_for(enough(), timeout)
+
+    async def wait_submits(self, count: int, timeout: float = 5.0) -> None:
+        """Until at least ``count`` submits were received (held ones included)."""
+
+        async def enough() -> None:
+            while sum(1 for m in self.received if m.get("type") == "emit") < count:
+                self._received_changed.clear()
+                await self._received_changed.wait()
 
         await asyncio.wait_for(enough(), timeout)
 
@@ -129,6 +147,10 @@ class FakeRelay:
 
         return forward
 
+    async def _emit_held(self, hold: asyncio.Event, data: object) -> None:
+        await hold.wait()
+        self.bus.emit(SUBMIT, data)
+
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         hello = {
             "type": "hello",
@@ -164,8 +186,16 @@ class FakeRelay:
             while line := await reader.readline():
                 message = json.loads(line)
                 self.received.append(message)
+                self._received_changed.set()
                 if message.get("type") == "emit" and message.get("channel") == SUBMIT:
-                    self.bus.emit(SUBMIT, message["data"])
+                    if self.hold is not None and not self.hold.is_set():
+                        task = asyncio.get_running_loop().create_task(
+                            self._emit_held(self.hold, message["data"])
+                        )
+                        self._held.add(task)
+                        task.add_done_callback(self._held.discard)
+                    else:
+                        self.bus.emit(SUBMIT, message["data"])
                 elif message.get("type") == "hello" and self.roles:
                     self.role_of[writer] = message["role"]
                     welcome = {"type": "welcome", "version": 1, "role": message["role"]}
