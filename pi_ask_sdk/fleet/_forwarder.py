@@ -131,6 +131,7 @@ class Forwarder:
         self._taking = asyncio.Event()
         self._replying: set[asyncio.Task[None]] = set()
         self._backlog_done = asyncio.Event()  # SUBMITS delivered its last waiting submit
+        self._relays_opened = asyncio.Event()  # the relays found first are open (or gave up)
 
     # --- properties ---
 
@@ -178,8 +179,7 @@ class Forwarder:
     # --- lifecycle ---
 
     async def open(self) -> None:
-        """Connect, set up the streams, read what the fleet says of this host, listen for
-        bridges and submits."""
+        """Connect, set up the streams, listen for bridges (``run`` takes the submits)."""
         options = self._options
         if options.name is None:
             options = dataclasses.replace(options, name=f"pi-ask forward {self.host_id}")
@@ -188,7 +188,6 @@ class Forwarder:
         try:
             if self._setup:
                 await ensure_streams(self._js, self.names, self._settings, options.url)
-            await self._read_priors()
             await self._nc.subscribe(self.names.all_bridges, cb=self._on_heartbeat)
             await self._nc.publish(self.names.probe, b"")
             await self._beat()
@@ -233,10 +232,11 @@ class Forwarder:
             await follower.stop()
         self._priors = priors
 
-    async def _bind_submits(self) -> None:
-        """Bind the host's durable submit consumer (a killed forwarder's binding lingers until
-        the server notices its connection is gone: retried, bounded), then take direct
-        submits."""
+    async def _bind_submits(self, stop: asyncio.Event) -> bool:
+        """Bind the host's durable submit consumer: the forwarder bound to it is the host's one
+        forwarder, another one waits here (as for a killed forwarder's binding, which lingers
+        until the server notices its connection is gone: retried, bounded). False when ``stop``
+        was set meanwhile. Its submits wait until ``_take_submits``."""
         config = forwarder_consumer_config(self.names, self.host_id, ack_wait=self._ack_wait)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + 60.0
@@ -258,8 +258,17 @@ class Forwarder:
                         self._options.url, f"cannot take this host's submits ({exc})"
                     ) from exc
                 log.info("pi_ask_sdk.fleet: waiting for the submit consumer: %s", exc)
-            await asyncio.sleep(delay)  # backoff: no event tells that the old binding is gone
+            # backoff: no event tells that the other binding is gone
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(stop.wait(), delay)
+            if stop.is_set() or self.closing:
+                return False
             delay = min(delay * 2, 1.0)
+        return True
+
+    async def _take_submits(self) -> None:
+        """Take the submits that waited in SUBMITS, then the direct ones."""
+        self._relays_opened.set()
         # Direct submits (core NATS requests) are taken once the submits that waited in
         # SUBMITS were (bounded): until then a bridge's request finds no responder and queues
         # behind them, so that submits sent while the forwarder was away keep their order.
@@ -316,8 +325,21 @@ class Forwarder:
 
     async def run(self, stop: asyncio.Event | None = None) -> None:
         """Follow every relay of this host (and each that starts later) until ``stop`` is set
-        or cancelled. Pis the fleet showed as up that have no relay any more are marked gone."""
+        or cancelled. Pis the fleet showed as up that have no relay any more are marked gone.
+
+        It first binds the host's submit consumer: while another forwarder of the same host
+        runs (bound to it), this one waits, following no relay (the bridges would see each
+        form twice), at most 60 s (then ``FleetUnavailable``), or until ``stop``.
+
+        Raises:
+            FleetUnavailable: The submit consumer stayed bound to another forwarder, or this
+                host's state cannot be read.
+        """
         stop = asyncio.Event() if stop is None else stop
+        if not await self._bind_submits(stop):
+            return
+        # What the fleet says of this host, read once the forwarder before (if any) is gone.
+        await self._read_priors()
         loop = asyncio.get_running_loop()
         first = True
         while not stop.is_set() and not self.closing:
@@ -342,7 +364,7 @@ class Forwarder:
                 # Submits that waited in the stream (for a forwarder that was away) are taken
                 # once the relays found now are open, so that none is dropped for want of one.
                 await self._wait_opened(10.0)
-                await self._bind_submits()
+                await self._take_submits()
             with contextlib.suppress(asyncio.TimeoutError):
                 await within(stop.wait(), self._poll)
 
@@ -472,6 +494,7 @@ class Forwarder:
     async def _on_submit(self, msg: Msg) -> None:
         """A submit from SUBMITS (a bridge's fallback: no forwarder took its direct request, or
         it got no answer in time), acknowledged before the relay gets it."""
+        await self._relays_opened.wait()  # (bound before the relays are followed: ``run``)
         try:
             await self._take_stored(msg)
         finally:

@@ -23,10 +23,19 @@ from pi_ask_core import (
     SubmitEvent,
     decode_event,
 )
-from pi_ask_sdk import AnswerBuilder, BridgeClient, FlowView, SubmitAccepted, SubmitNotSent
+from pi_ask_sdk import (
+    AnswerBuilder,
+    BridgeClient,
+    ClientStream,
+    FlowView,
+    SubmitAccepted,
+    SubmitNotSent,
+)
 from pi_ask_sdk.fleet import Forwarder
 from pi_ask_sdk.outcomes import (
+    BridgeEvent,
     FlowCompleted,
+    FlowStarted,
     RespondOutcome,
     SessionEnded,
     SubmitLost,
@@ -363,40 +372,62 @@ async def test_the_forwarder_killed_with_direct_submits_in_flight(host: Host, fl
         assert relay_answered(relay, handle.flow_id) == 1, handle.tool_call_id
 
 
+async def answer_each_once(client: BridgeClient, events: ClientStream[BridgeEvent], n: int) -> None:
+    """Answer the next ``n`` forms the client is shown, each accepted, until each completed;
+    no form may be shown twice."""
+    shown: list[str] = []
+    completed = 0
+    while completed < n:
+        event = await events.next(timeout=10)
+        if isinstance(event, FlowStarted):
+            shown.append(event.flow.flow_id)
+            assert shown.count(event.flow.flow_id) == 1, f"shown twice: {event.flow.tool_call_id}"
+            outcome = await client.respond(event.flow, yes(event.flow), timeout=10)
+            assert isinstance(outcome, SubmitAccepted), outcome
+        elif isinstance(event, FlowCompleted):
+            completed += 1
+        else:
+            raise AssertionError(event)
+
+
 @pytest.mark.asyncio
-async def test_two_forwarders_of_one_host_give_each_submit_to_pi_once(
-    host: Host, fleet: Fleet
-) -> None:
-    """A second forwarder for the same host (a restart that overlaps the old one): it waits
-    to take the host's submits while the first does; each submit reaches Pi once, before
-    and after the first one stops."""
+async def test_a_second_forwarder_of_one_host_waits_to_take_over(host: Host, fleet: Fleet) -> None:
+    """A second forwarder of the same host (a restart that overlaps the old one, or one
+    started twice): while the first one takes the host's submits it follows no relay (the
+    bridges would be shown each form twice) and takes no submit, and it stops when told;
+    once the first one stops it takes over. Each form is shown once and each submit reaches
+    Pi once, before and after."""
     relay = await host.start_pi()
-    first = await taking(host)
+    await taking(host)
     await fleet.wait_pi("h1", relay.pid)
-    handles = [relay.open_form(yes_no_params(), f"t-{n}") for n in range(10)]
-    second = Forwarder(host.url, host_id="h1", directory=host.directory, poll=0.05)
+    standby = [Forwarder(host.url, host_id="h1", directory=host.directory, poll=0.05)]
+    second = standby[0]
     await second.open()
     stop = asyncio.Event()
     running = asyncio.create_task(second.run(stop))
     try:
-        await relay.wait_connected(2, 10)  # both follow the relay
         async with BridgeClient(fleet.transport("h1", relay.pid)) as client:
-            flows = client.flows()
-            views = {f.tool_call_id: f for f in [await flows.next(timeout=10) for _ in handles]}
+            events = client.events()
             for n in range(5):
-                view = views[f"t-{n}"]
-                outcome = await client.respond(view, yes(view), timeout=10)
-                assert isinstance(outcome, SubmitAccepted), outcome
-            assert first.book.outstanding() == 0
+                relay.open_form(yes_no_params(), f"t-{n}")
+            await answer_each_once(client, events, 5)
+            assert second.pids == []
             await host.stop_forwarder()
-            await second.wait_taking_submits(70)
+            await second.wait_taking_submits(30)
+            third = Forwarder(host.url, host_id="h1", directory=host.directory, poll=0.05)
+            standby.append(third)
+            await third.open()
+            stop_third = asyncio.Event()
+            waiting = asyncio.create_task(third.run(stop_third))
             for n in range(5, 10):
-                view = views[f"t-{n}"]
-                outcome = await client.respond(view, yes(view), timeout=10)
-                assert isinstance(outcome, SubmitAccepted), outcome
+                relay.open_form(yes_no_params(), f"t-{n}")
+            await answer_each_once(client, events, 5)
+            assert third.pids == []
+            stop_third.set()  # it stops while it waits to take over
+            await asyncio.wait_for(waiting, 5)
     finally:
         stop.set()
         await asyncio.wait_for(running, 10)
-        await second.close()
-    assert all(h.state == "completed" for h in handles)
+        for forwarder in standby:
+            await forwarder.close()
     assert Counter(submits_per_request(relay).values()) == Counter({1: 10})
