@@ -66,8 +66,10 @@ class Forwarder:
     ``poll`` seconds for Pis that start later.
 
     Liveness: it heartbeats every ``heartbeat`` seconds on ``<p>._forwarder.<host>`` (kept in
-    the FORWARDERS stream); bridges report the Pis of a host silent past
-    ``FleetSettings.forwarder_timeout`` ended.
+    the FORWARDERS stream) once ``run`` has bound the host's submit consumer (a second
+    forwarder of the same host waits there, silent, following no relay, until the first is
+    gone); bridges report the Pis of a host silent past ``FleetSettings.forwarder_timeout``
+    ended.
 
     Outages: each Pi's events wait for the server in a queue of at most ``max_queued``
     messages and ``max_queued_bytes`` bytes; on overflow that Pi's view is reset for the
@@ -132,6 +134,7 @@ class Forwarder:
         self._replying: set[asyncio.Task[None]] = set()
         self._backlog_done = asyncio.Event()  # SUBMITS delivered its last waiting submit
         self._relays_opened = asyncio.Event()  # the relays found first are open (or gave up)
+        self._bound = False  # bound to the host's submit consumer: the host's forwarder
 
     # --- properties ---
 
@@ -251,6 +254,8 @@ class Forwarder:
                     manual_ack=True,
                     cb=self._on_submit,
                 )
+                self._bound = True
+                await self._beat()  # the host's forwarder from now on: bridges may count on it
                 break
             except nats.js.errors.Error as exc:
                 if loop.time() + delay > deadline:
@@ -260,7 +265,7 @@ class Forwarder:
                 log.info("pi_ask_sdk.fleet: waiting for the submit consumer: %s", exc)
             # backoff: no event tells that the other binding is gone
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(stop.wait(), delay)
+                await within(stop.wait(), delay)
             if stop.is_set() or self.closing:
                 return False
             delay = min(delay * 2, 1.0)
@@ -405,8 +410,10 @@ class Forwarder:
 
     async def _beat(self) -> None:
         nc = self._nc
-        if nc is None or not nc.is_connected:
-            return  # (silence while away from the server is the truth: bridges cannot reach us)
+        if nc is None or not nc.is_connected or not self._bound:
+            # Silence while away from the server is the truth (bridges cannot reach us), and
+            # while another forwarder of this host is bound to its submits (we follow nothing).
+            return
         beat = ForwarderBeat(
             host=self.host_id,
             forwarder=self.forwarder_id,
@@ -548,8 +555,13 @@ class Forwarder:
             )
             return f"not a submit: {event.detail}"
         key: SubmitKey = (pid, transport_id, event.flow_id, event.request_id)
-        seen = self.book.seen(key)
         link = self._links.get(pid)
+        if link is not None and not link.opened.is_set():
+            with contextlib.suppress(asyncio.TimeoutError):
+                await within(link.opened.wait(), 10.0)
+        # Read after that wait: another copy of this submit (direct, or re-sent) may have been
+        # taken meanwhile.
+        seen = self.book.seen(key)
         if isinstance(seen, bytes):
             # Came again after it was answered: the same acknowledgement again.
             headers = {Header.SUBMIT: submit_id} if submit_id else {}
@@ -561,9 +573,6 @@ class Forwarder:
         if seen == "in_flight":
             self.book.wait(key, reply)  # its result will go this way too
             return ""
-        if link is not None and not link.opened.is_set():
-            with contextlib.suppress(asyncio.TimeoutError):
-                await within(link.opened.wait(), 10.0)
         if link is None or not link.transport.is_connected:
             log.info("pi_ask_sdk.fleet: a submit for Pi %d, which is not followed now", pid)
             return f"Pi {pid} is not followed by its host's forwarder now"
