@@ -249,11 +249,15 @@ async def test_a_host_cannot_fake_another_hosts_forms_nor_take_its_submits(
 
                 await nc.subscribe(NAMES.forwarder_deliver("host-b"), cb=steal)
                 await nc.subscribe(NAMES.inbox("host-b") + ".>", cb=steal)
+                await nc.subscribe(NAMES.host_direct("host-b"), cb=steal)
                 await nc.publish(f"$JS.ACK.{NAMES.submits_stream}.forward-host-b.1.1.1.1.0", b"")
                 await attacker.wait_refused(
                     f'subscription to "{NAMES.forwarder_deliver("host-b").lower()}"'
                 )
                 await attacker.wait_refused(f'subscription to "{NAMES.inbox("host-b").lower()}')
+                await attacker.wait_refused(
+                    f'subscription to "{NAMES.host_direct("host-b").lower()}"'
+                )
                 await attacker.wait_refused(f'publish to "$js.ack.{NAMES.submits_stream.lower()}')
                 info = await admin.jetstream().consumer_info(
                     NAMES.submits_stream, NAMES.forwarder_consumer("host-b")
