@@ -33,6 +33,7 @@ from pi_ask_sdk.transports.nats import (
     connect_nats,
     decode_body,
 )
+from pi_ask_sdk.transports.nats._setup import jetstream_off
 
 from .doctor import Check
 from .text import clean, json_line
@@ -98,11 +99,7 @@ async def survey_fleet(
     try:
         nc = await connect_nats(options)
     except FleetUnavailable as exc:
-        cause = exc.__cause__
-        if isinstance(cause, nats.errors.NoServersError):
-            found.error = "nothing answers there (is nats-server running, and is the URL right?)"
-        else:
-            found.error = exc.detail
+        found.error = exc.detail  # (connect_nats words it: "nothing answers there (...)")
         return found
     try:
         version = nc.connected_server_version
@@ -140,7 +137,7 @@ async def _survey(nc: Client, names: FleetNames, found: FleetSurvey, listen: flo
             await js.account_info()
             found.jetstream = True
         except (nats.errors.Error, OSError, asyncio.TimeoutError) as exc:
-            found.error = f"JetStream does not answer ({type(exc).__name__}): start nats-server -js"
+            found.error = jetstream_off(exc)
             return
         try:
             await _streams(js, names, found)

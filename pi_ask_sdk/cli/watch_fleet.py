@@ -35,6 +35,7 @@ from pi_ask_sdk.transports.nats import (
     connect_nats,
     decode_body,
 )
+from pi_ask_sdk.transports.nats._setup import jetstream_off
 
 from .text import clean, echo, json_line
 from .watch import Write, describe, shown
@@ -270,7 +271,7 @@ async def watch_fleet(
                     f"with the prefix {names.prefix!r} yet (pi-ask forward --nats URL)",
                 ) from None
             except (nats.errors.Error, OSError, asyncio.TimeoutError) as exc:
-                raise FleetUnavailable(options.url, f"JetStream does not answer ({exc!r})") from exc
+                raise FleetUnavailable(options.url, jetstream_off(exc)) from exc
         if not as_json:
             guarded(f"watching the fleet at {options.url} (prefix {names.prefix}; Ctrl-C stops)")
         try:

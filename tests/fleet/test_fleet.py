@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 
@@ -221,13 +222,53 @@ async def test_the_sync_facade_answers_a_fleet_pi(host: Host, fleet: Fleet) -> N
 
 
 @pytest.mark.asyncio
-async def test_no_server_is_a_typed_error_in_bounded_time() -> None:
+async def test_a_refused_connection_fails_at_once_saying_nothing_answers() -> None:
     from pi_ask_sdk.testing.nats_server import free_port
     from pi_ask_sdk.transports.nats import FleetUnavailable, NatsOptions
 
-    url = f"nats://127.0.0.1:{free_port()}"
-    with pytest.raises(FleetUnavailable, match="no server answered within 1 s"):
-        await asyncio.wait_for(Fleet(NatsOptions(url, connect_timeout=1.0)).open(), 10)
+    url = f"nats://127.0.0.1:{free_port()}"  # nothing listens: refused at once
+    # (well before connect_timeout: that bound is for a server that accepts, not one refusing)
+    with pytest.raises(FleetUnavailable) as caught:
+        await asyncio.wait_for(Fleet(NatsOptions(url, connect_timeout=30.0)).open(), 10)
+    assert caught.value.detail == (
+        "nothing answers there (connection refused: is nats-server running, and is the URL "
+        "right?)"
+    )
+    assert isinstance(caught.value.__cause__, ConnectionRefusedError)
+
+
+@pytest.mark.asyncio
+async def test_a_refusing_server_beside_a_live_one_is_skipped(host: Host) -> None:
+    from pi_ask_sdk.testing.nats_server import free_port
+    from pi_ask_sdk.transports.nats import NatsOptions
+
+    refusing = f"nats://127.0.0.1:{free_port()}"
+    for url in (f"{refusing},{host.url}", f"{host.url},{refusing}"):
+        async with Fleet(NatsOptions(url, connect_timeout=10.0), role="observer") as fleet:
+            assert await fleet.pis() == []
+
+
+@pytest.mark.asyncio
+async def test_a_server_that_accepts_but_never_answers_is_a_typed_error_in_bounded_time() -> None:
+    from pi_ask_sdk.transports.nats import FleetUnavailable, NatsOptions
+
+    held: list[asyncio.StreamWriter] = []
+
+    async def mute(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        held.append(writer)  # accepted, never a word (no INFO)
+
+    server = await asyncio.start_server(mute, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        with pytest.raises(FleetUnavailable, match="no server answered within 1 s"):
+            await asyncio.wait_for(
+                Fleet(NatsOptions(f"nats://127.0.0.1:{port}", connect_timeout=1.0)).open(), 10
+            )
+    finally:
+        for writer in held:
+            writer.close()
+        server.close()
+        await server.wait_closed()
 
 
 def test_pi_ask_forward_without_a_server_exits_3_saying_why(
@@ -238,7 +279,27 @@ def test_pi_ask_forward_without_a_server_exits_3_saying_why(
 
     url = f"nats://127.0.0.1:{free_port()}"
     assert main(["forward", "--nats", url, "--host-id", "h1"]) == 3
-    assert f"pi-ask forward: The fleet at {url} is unavailable" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert f"pi-ask forward: The fleet at {url} is unavailable: nothing answers there" in err
+
+
+def test_pi_ask_forward_without_jetstream_says_to_start_the_server_with_js(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from pi_ask_sdk.cli import main
+    from pi_ask_sdk.testing.nats_server import NatsServer
+
+    class WithoutJetStream(NatsServer):
+        def command(self) -> list[str]:
+            return [arg for arg in super().command() if arg != "-js"]
+
+    with WithoutJetStream(tmp_path / "store") as server:
+        assert main(["forward", "--nats", server.url, "--host-id", "h1"]) == 3
+    err = capsys.readouterr().err
+    assert (
+        f"pi-ask forward: The fleet at {server.url} is unavailable: JetStream does not answer "
+        "(ServiceUnavailableError): start nats-server with -js."
+    ) in err
 
 
 def test_pi_ask_forward_needs_a_server_url(

@@ -7,7 +7,7 @@ import contextlib
 import logging
 import ssl
 import zlib
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -55,7 +55,8 @@ class NatsOptions:
     (a ``tls://`` URL alone uses the system's CAs); ``user``/``password`` and ``token`` are
     nats-py's. ``name`` labels the connection in the server's monitoring.
     ``max_reconnect_attempts`` is nats-py's (-1: retry for ever once connected, what a
-    forwarder wants); the first connection must succeed within ``connect_timeout`` seconds.
+    forwarder wants); the first connection must succeed within
+    ``connect_timeout`` seconds, and fails at once when every server refuses it.
     ``inbox_prefix`` replaces nats-py's ``_INBOX`` for this connection's reply subjects (and
     its consumers' deliver subjects): give each NATS user its own and allow it only that, so
     that no user reads another's replies (docs/fleet.md, Security)."""
@@ -86,17 +87,43 @@ class NatsOptions:
         return context
 
 
-async def connect_nats(options: NatsOptions) -> Client:
-    """A connected nats-py client; raises ``FleetUnavailable`` (the nats-py error as cause)."""
+# What FleetUnavailable.detail says when every server of the URL refused the connection (the
+# doctor says it too).
+_NOTHING_ANSWERS: Final = (
+    "nothing answers there (connection refused: is nats-server running, and is the URL right?)"
+)
+_Callback = Callable[[], Awaitable[None]]
+
+
+async def connect_nats(
+    options: NatsOptions,
+    *,
+    disconnected_cb: Callable[[], Awaitable[None]] | None = None,
+    reconnected_cb: Callable[[], Awaitable[None]] | None = None,
+) -> Client:
+    """A connected nats-py client; raises ``FleetUnavailable`` (the nats-py error as cause):
+    at once when every server refuses the connection ("nothing answers there"), after
+    ``connect_timeout`` seconds when one accepts but does not answer.
+
+    ``disconnected_cb`` / ``reconnected_cb`` are nats-py's: called when the connection to the
+    server is lost (and when the client closes), and when it is back."""
     servers = [url.strip() for url in options.url.split(",") if url.strip()]
+    errors: list[Exception] = []  # the last error met while connecting
     try:
-        # Bounded as a whole: with unlimited reconnects nats-py also retries the first
-        # connection for ever.
-        return await within(_connect(options, servers), options.connect_timeout)
+        # Bounded as a whole: a server that accepts but never answers is retried meanwhile.
+        return await within(
+            _connect(options, servers, errors, disconnected_cb, reconnected_cb),
+            options.connect_timeout,
+        )
     except asyncio.TimeoutError:
         raise FleetUnavailable(
             options.url, f"no server answered within {options.connect_timeout:g} s"
         ) from None
+    except nats.errors.NoServersError as exc:
+        last = errors[-1] if errors else exc
+        if isinstance(last, ConnectionRefusedError):
+            raise FleetUnavailable(options.url, _NOTHING_ANSWERS) from last
+        raise FleetUnavailable(options.url, f"cannot connect ({last!r})") from last
     except (OSError, nats.errors.Error, ssl.SSLError) as exc:
         raise FleetUnavailable(options.url, f"cannot connect ({exc!r})") from exc
 
@@ -116,8 +143,22 @@ async def close_nats(nc: Client, *, timeout: float = 5.0) -> None:
             await nc.close()
 
 
-async def _connect(options: NatsOptions, servers: list[str]) -> Client:
-    return await nats.connect(
+async def _connect(
+    options: NatsOptions,
+    servers: list[str],
+    errors: list[Exception],
+    disconnected_cb: _Callback | None,
+    reconnected_cb: _Callback | None,
+) -> Client:
+    async def on_error(exc: Exception) -> None:
+        errors[:] = [exc]  # (the last one: what a failed first connection reports)
+        await _log_error(exc)
+
+    # The first connection tries each server twice at most (nats-py retries it for ever with
+    # unlimited reconnects: a refused connection would wait out connect_timeout); once
+    # connected, reconnects are as many as ``options`` says.
+    first = options.max_reconnect_attempts if options.max_reconnect_attempts > 0 else 1
+    nc = await nats.connect(
         servers=servers,
         name=options.name,
         user_credentials=options.creds,
@@ -127,11 +168,15 @@ async def _connect(options: NatsOptions, servers: list[str]) -> Client:
         token=options.token,
         connect_timeout=int(max(1, options.connect_timeout)),
         reconnect_time_wait=options.reconnect_time_wait,
-        max_reconnect_attempts=options.max_reconnect_attempts,
+        max_reconnect_attempts=first,
         allow_reconnect=True,
-        error_cb=_log_error,
+        error_cb=on_error,
+        disconnected_cb=disconnected_cb,
+        reconnected_cb=reconnected_cb,
         inbox_prefix=options.inbox_prefix,
     )
+    nc.options["max_reconnect_attempts"] = options.max_reconnect_attempts
+    return nc
 
 
 async def _log_error(exc: Exception) -> None:
@@ -220,8 +265,16 @@ async def ensure_streams(
                 await js.add_stream(config)
             except nats.js.errors.BadRequestError:
                 await js.update_stream(config)  # exists with other settings
+        except (nats.js.errors.ServiceUnavailableError, nats.errors.NoRespondersError) as exc:
+            raise FleetUnavailable(url, jetstream_off(exc)) from exc
         except (nats.errors.Error, OSError, TimeoutError) as exc:
             raise FleetUnavailable(url, f"cannot set up stream {config.name} ({exc!r})") from exc
+
+
+def jetstream_off(exc: BaseException) -> str:
+    """What to say when the server's JetStream does not answer (``exc``: how it did not):
+    the server runs without ``-js``, the usual cause."""
+    return f"JetStream does not answer ({type(exc).__name__}): start nats-server with -js"
 
 
 def forwarder_consumer_config(
