@@ -19,12 +19,13 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import sys
 from collections.abc import Sequence
 
 from policy_bridge import Rules, serve  # examples/: the same robot, now for every host
 
 from pi_ask_sdk import BridgeClient, RespondOutcome
-from pi_ask_sdk.transports.nats import Fleet, FleetPi, NatsOptions
+from pi_ask_sdk.transports.nats import Fleet, FleetPi, FleetUnavailable, NatsOptions
 
 log = logging.getLogger("fleet_bridge")
 
@@ -66,7 +67,8 @@ async def run(options: NatsOptions, stop: asyncio.Event | None = None) -> None:
         await fleet.serve(handler, stop=stop)
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the bridge; 3 (as ``pi-ask``) when the fleet is unavailable, saying why."""
     parser = argparse.ArgumentParser(description="One policy bridge for every host's Pis.")
     parser.add_argument("url", nargs="?", default="nats://127.0.0.1:4222", help="NATS server")
     parser.add_argument("--creds", help="NATS credentials file (.creds)")
@@ -74,9 +76,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     options = NatsOptions(url=args.url, creds=args.creds, tls_ca=args.tls_ca)
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(run(options))
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(run(options))
+    except FleetUnavailable as error:  # no server, no JetStream: a message, not a traceback
+        print(f"fleet_bridge: {error}", file=sys.stderr)
+        return 3
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

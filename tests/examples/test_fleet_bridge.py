@@ -18,7 +18,7 @@ import pytest_asyncio
 
 from pi_ask_core import COMPLETED, FlowHandle
 from pi_ask_sdk.cli.demo import DEMO_FORM
-from pi_ask_sdk.testing.nats_server import NatsServer
+from pi_ask_sdk.testing.nats_server import NatsServer, free_port
 from pi_ask_sdk.transports.nats import NatsOptions
 from tests.fleet.conftest import Host, nats_server
 from tests.relay.fake_relay import FakeRelay
@@ -100,3 +100,13 @@ async def test_one_bridge_answers_every_hosts_forms_by_its_rules(
     for host in hosts:
         assert host.forwarder is not None
         await host.forwarder.wait_role("observer", WAIT)
+
+
+def test_without_a_server_it_says_why_and_exits_3(
+    fleet_bridge: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"nats://127.0.0.1:{free_port()}"  # nothing listens there
+    assert fleet_bridge.main([url]) == 3
+    err = capsys.readouterr().err
+    assert err.startswith(f"fleet_bridge: The fleet at {url} is unavailable: nothing answers")
+    assert "Traceback" not in err
