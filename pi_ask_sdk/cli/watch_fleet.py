@@ -73,7 +73,9 @@ class FleetPrinter:
         self.live = False
         self._flow_ids: dict[str, str] = {}  # flow subject -> flow id, while the form is open
         self.hosts_up: dict[str, set[int]] = {}  # host -> its Pis shown up
+        self._epochs: dict[tuple[str, int], str] = {}  # (host, pid) -> its epoch shown up
         self.gone_forwarders: set[str] = set()
+        self.server_lost = False
 
     def flows(self, msg: Msg) -> None:
         parsed = self._names.parse(msg.subject)
@@ -106,16 +108,32 @@ class FleetPrinter:
             self._say(host, pid, "a state message that cannot be read", {"error": "bad state"})
             return
         pis = self.hosts_up.setdefault(host, set())
+        before = self._epochs.pop((host, pid), None)
         if state.state == "up":
             pis.add(pid)
+            self._epochs[host, pid] = state.epoch
         else:
             pis.discard(pid)
         if not self.live and state.state != "up":
             return
-        about = f"Pi {state.pi_version} in {state.cwd}" if state.state == "up" else state.detail
-        record = {"state": state.state, "piVersion": state.pi_version, "cwd": state.cwd}
+        record: dict[str, object] = {
+            "state": state.state,
+            "piVersion": state.pi_version,
+            "cwd": state.cwd,
+            "epoch": state.epoch,
+            "sessionId": state.session_id,
+        }
         if state.detail:
             record["detail"] = state.detail
+        if state.state == "up" and before is not None:
+            if before == state.epoch:
+                return  # (a forwarder restart that vouches for its forms: nothing changed)
+            # A new epoch: its session ended, or its forwarder cannot vouch for a time away;
+            # bridges see SessionEnded("session_ended") and the forms open now.
+            text = "session ended: its forms are reset (new epoch)"
+            self._say(host, pid, text, {**record, "sessionEnded": True})
+            return
+        about = f"Pi {state.pi_version} in {state.cwd}" if state.state == "up" else state.detail
         self._say(host, pid, f"{state.state}: {about}".rstrip(": "), record)
 
     def _flow(
@@ -193,6 +211,18 @@ class FleetPrinter:
         else:
             self._write(f"[{clean(host)}] {text}")
 
+    def server(self, url: str, *, lost: bool) -> None:
+        """The connection to the NATS server was lost (nats-py reconnects), or is back."""
+        if lost == self.server_lost:
+            return
+        self.server_lost = lost
+        if self._json:
+            self._write(json_line({"server": "lost" if lost else "back"}))
+        elif lost:
+            self._write(f"server lost: reconnecting to {clean(url)}")
+        else:
+            self._write(f"server back: {clean(url)}")
+
     def _say(self, host: str, pid: int, text: str, record: Mapping[str, object]) -> None:
         if self._json:
             self._write(json_line({"host": host, "pid": pid, **record}))
@@ -212,14 +242,15 @@ async def watch_fleet(
 ) -> int:
     """Print the fleet's Pis and forms until cancelled (or for ``duration`` seconds, or until
     the output is closed: ``BrokenPipeError``), and each host whose forwarder has not
-    heartbeaten for ``forwarder_timeout`` seconds ("forwarder gone"; then "back"). Raises
+    heartbeaten for ``forwarder_timeout`` seconds ("forwarder gone"; then "back"), and when the
+    connection to the server is lost or back ("server lost"/"server back"). Raises
     ``FleetUnavailable`` when the server cannot be reached or the fleet's streams do not exist
     (no forwarder ever connected)."""
     names = names or FleetNames()
     if options.name is None:
         options = dataclasses.replace(options, name="pi-ask watch")
-    nc = await connect_nats(options)
     broken = asyncio.Event()
+    closing = False
 
     def guarded(text: str) -> None:
         try:
@@ -228,6 +259,15 @@ async def watch_fleet(
             broken.set()
 
     printer = FleetPrinter(names, guarded, as_json=as_json)
+
+    async def lost() -> None:
+        if not closing:  # (nats-py calls it on close too)
+            printer.server(options.url, lost=True)
+
+    async def back() -> None:
+        printer.server(options.url, lost=False)
+
+    nc = await connect_nats(options, disconnected_cb=lost, reconnected_cb=back)
     js = nc.jetstream()
 
     def on_flow(msg: Msg) -> None:
@@ -296,6 +336,7 @@ async def watch_fleet(
     finally:
         # Bounded: removing an ephemeral consumer is a request the server may answer late (a
         # consumer it has not yet seen go is dropped by the server itself when idle).
+        closing = True
         for handle in alive.values():
             handle.cancel()
         for follower in (flows, results, beats):

@@ -241,6 +241,78 @@ async def test_watch_says_when_a_hosts_forwarder_goes_silent_and_when_it_is_back
 
 
 @pytest.mark.asyncio
+async def test_watch_says_a_session_ended_and_a_vouching_forwarder_restart_says_nothing(
+    nats_server: NatsServer, host: Host, fleet: Fleet
+) -> None:
+    relay = await host.start_pi()
+    await host.start_forwarder()
+    await fleet.wait_pi("h1", relay.pid)
+    tag = f"[h1 pi {relay.pid}]"
+    async with watching(nats_server.url) as (lines, _):
+        await lines.until(lambda line: line == f"{tag} up: Pi fake in /fake")
+        relay.open_form(FORM, "old")
+        await lines.until(lambda line: line.startswith(f"{tag} started tool:old"))
+        await relay.end_session("new")  # the forwarder: state up again, with a new epoch
+        await lines.until(
+            lambda line: line == f"{tag} session ended: its forms are reset (new epoch)"
+        )
+        await host.wait_followed(relay.pid)
+        relay.open_form(FORM, "kept")
+        await lines.until(lambda line: line.startswith(f"{tag} started tool:kept"))
+        # A forwarder restart that finds its forms still open keeps the epoch: no line (it
+        # publishes the Pi's state before the relay's events, so before this form's start).
+        await host.stop_forwarder()
+        await host.start_forwarder()
+        await host.wait_followed(relay.pid)
+        relay.open_form(FORM, "after-restart")
+        await lines.until(lambda line: line.startswith(f"{tag} started tool:after-restart"))
+    mine = [line for line in lines.seen if line.startswith(tag)]
+    assert sum(line.startswith(f"{tag} up:") for line in mine) == 1, mine
+    assert sum(line.startswith(f"{tag} session ended") for line in mine) == 1, "\n".join(mine)
+
+
+@pytest.mark.asyncio
+async def test_watch_json_says_a_session_ended_with_the_states_epoch_and_session_id(
+    nats_server: NatsServer, host: Host, fleet: Fleet
+) -> None:
+    relay = await host.start_pi()
+    await host.start_forwarder()
+    await fleet.wait_pi("h1", relay.pid)
+    async with watching(nats_server.url, as_json=True) as (lines, _):
+        up = json.loads(await lines.until(lambda line: json.loads(line).get("state") == "up"))
+        await relay.end_session("new")
+        ended = json.loads(await lines.until(lambda line: "sessionEnded" in json.loads(line)))
+    assert (up["host"], up["pid"], up["cwd"]) == ("h1", relay.pid, "/fake")
+    assert isinstance(up["epoch"], str) and up["epoch"]
+    assert "sessionId" in up
+    assert (ended["host"], ended["pid"], ended["state"]) == ("h1", relay.pid, "up")
+    assert ended["sessionEnded"] is True
+    assert ended["epoch"] != up["epoch"]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("as_json", [False, True])
+async def test_watch_says_when_the_server_is_lost_and_when_it_is_back(
+    nats_server: NatsServer, host: Host, as_json: bool
+) -> None:
+    relay = await host.start_pi()
+    await host.start_forwarder()
+    url = nats_server.url
+    lost = '{"server": "lost"}' if as_json else f"server lost: reconnecting to {url}"
+    back = '{"server": "back"}' if as_json else f"server back: {url}"
+    async with watching(url, as_json=as_json) as (lines, _):
+        await lines.until(lambda line: str(relay.pid) in line and "up" in line)
+        nats_server.kill()
+        await lines.until(lambda line: line == lost)
+        nats_server.start()  # same port, same store
+        await lines.until(lambda line: line == back)
+        relay.open_form(FORM, "after")  # and it still watches
+        await lines.until(lambda line: "tool:after" in line)
+    # once each, and no "lost" when the watch itself closes
+    assert (lines.seen.count(lost), lines.seen.count(back)) == (1, 1), lines.seen
+
+
+@pytest.mark.asyncio
 async def test_watch_json_lines_name_host_pid_and_channel(
     nats_server: NatsServer, host: Host, fleet: Fleet
 ) -> None:
