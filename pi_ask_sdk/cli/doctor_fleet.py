@@ -1,7 +1,7 @@
 """``pi-ask doctor --nats URL``: what the fleet looks like from the broker, and what is wrong.
 
 It reads, and publishes nothing but a presence probe (which makes every bridge heartbeat at
-once): the server and its JetStream, the fleet's three streams, each host's forwarder (the
+once): the server and its JetStream, the fleet's four streams, each host's forwarder (the
 durable submit consumer it binds: bound while the forwarder runs), the Pis up and their open
 forms (the FLOWS stream's last word on each), and the bridges alive (their heartbeats). Needs
 the extra ``pi-ask-sdk[nats]``.
@@ -154,7 +154,8 @@ async def _survey(nc: Client, names: FleetNames, found: FleetSurvey, listen: flo
 
 
 async def _streams(js: JetStreamContext, names: FleetNames, found: FleetSurvey) -> None:
-    for stream in (names.flows_stream, names.submits_stream, names.results_stream):
+    streams = (names.flows_stream, names.submits_stream, names.results_stream)
+    for stream in (*streams, names.forwarders_stream):
         try:
             info = await js.stream_info(stream)
             found.streams[stream] = info.state.messages
@@ -230,10 +231,22 @@ def fleet_checks(found: FleetSurvey) -> list[Check]:
         return [*checks, Check("fail", "jetstream", found.error)]
     if found.error:
         return [*checks, Check("fail", "streams", found.error)]
-    missing = [name for name, count in found.streams.items() if count is None]
+    # (the heartbeats' stream is the one the fleet can do without: forwarders older than it)
+    beats = FleetNames(found.prefix).forwarders_stream
+    missing = [name for name, count in found.streams.items() if count is None and name != beats]
     for name, count in found.streams.items():
         if count is not None:
             checks.append(Check("ok", f"stream {name}", f"{count} message(s)"))
+        elif not missing:
+            checks.append(
+                Check(
+                    "warn",
+                    f"stream {name}",
+                    "missing: the forwarders are older than their heartbeats (upgrade them); "
+                    "a forwarder cut off from the server counts as connected until the server "
+                    "drops its consumer",
+                )
+            )
     if missing:
         checks.append(
             Check(
@@ -255,15 +268,7 @@ def fleet_checks(found: FleetSurvey) -> list[Check]:
         )
     for host in sorted(found.hosts.values(), key=lambda h: h.host):
         checks.append(_host_check(host))
-    pis = found.pis
-    if pis:
-        hosts = len({pi.host for pi in pis})
-        forms = sum(pi.open_forms for pi in pis)
-        checks.append(
-            Check("ok", "pis", f"{len(pis)} Pi(s) up on {hosts} host(s), {forms} open form(s)")
-        )
-    else:
-        checks.append(Check("warn", "pis", "no Pi with the relay is up on any host"))
+    checks.append(_pis_check(found))
     if found.answerers:
         checks.append(
             Check(
@@ -278,12 +283,33 @@ def fleet_checks(found: FleetSurvey) -> list[Check]:
                 "warn",
                 "answerers",
                 "no answering bridge is alive: headless Pis answer their forms with the "
-                "fallback (start your bridge, e.g. python examples/fleet_bridge.py)",
+                "fallback, and a Pi started by pi-ask try waits for a bridge (start your "
+                "bridge, e.g. python examples/fleet_bridge.py)",
             )
         )
     if found.observers:
         checks.append(Check("ok", "observers", f"{len(found.observers)} observing bridge(s)"))
     return checks
+
+
+def _pis_check(found: FleetSurvey) -> Check:
+    # Only the Pis of hosts whose forwarder is connected can be answered; the others are
+    # counted apart (their hosts' checks failed just above).
+    served = [pi for pi in found.pis if found.hosts[pi.host].forwarder]
+    stranded = [pi for pi in found.pis if not found.hosts[pi.host].forwarder]
+    gone = ""
+    if stranded:
+        hosts = len({pi.host for pi in stranded})
+        gone = (
+            f"{len(stranded)} Pi(s) up on {hosts} host(s) whose forwarder is gone cannot be "
+            "answered"
+        )
+    if not served:
+        return Check("warn", "pis", gone or "no Pi with the relay is up on any host")
+    hosts = len({pi.host for pi in served})
+    forms = sum(pi.open_forms for pi in served)
+    detail = f"{len(served)} Pi(s) up on {hosts} host(s), {forms} open form(s)"
+    return Check("ok", "pis", f"{detail}; {gone}" if gone else detail)
 
 
 def _host_check(host: HostSeen) -> Check:

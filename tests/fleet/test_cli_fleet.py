@@ -163,32 +163,79 @@ async def test_doctor_reports_hosts_pis_open_forms_and_answerers(
             assert report["fleet"]["answerers"] == [fleet.bridge_id]
             status, text = await cli("doctor", "--nats", nats_server.url)
             assert status == 0
-            assert "[  ok] pis: 2 Pi(s) up on 2 host(s), 2 open form(s)" in text
+            assert "[  ok] pis: 2 Pi(s) up on 2 host(s), 2 open form(s)\n" in text
+            assert "[  ok] stream PIASK_FORWARDERS:" in text
             assert f"1 answering bridge(s) alive: {fleet.bridge_id}" in text
         # the bridge said goodbye: no answerer, a warning, not a failure
         status, text = await cli("doctor", "--nats", nats_server.url, "--listen", "0.1")
         assert status == 0
-        assert "[warn] answerers: no answering bridge is alive" in text
+        assert (
+            "[warn] answerers: no answering bridge is alive: headless Pis answer their forms "
+            "with the fallback, and a Pi started by pi-ask try waits for a bridge"
+        ) in text
     finally:
         await second.close()
 
 
 @pytest.mark.asyncio
 async def test_doctor_fails_a_host_whose_forwarder_is_gone_while_its_pis_are_up(
-    nats_server: NatsServer, host: Host
+    tmp_path: Path, nats_server: NatsServer, host: Host
 ) -> None:
-    relay = await host.start_pi()
-    await host.start_forwarder()
-    async with Fleet(nats_server.url, role="observer") as fleet:
-        await fleet.wait_pi("h1", relay.pid)
-    await host.stop_forwarder()  # the Pi stays up in the fleet: a restart finds it again
+    second = Host(tmp_path / "relays2", nats_server.url, "h2")
+    second.directory.mkdir(mode=0o700)
+    try:
+        relay = await host.start_pi()
+        other = await second.start_pi()
+        await host.start_forwarder()
+        await second.start_forwarder()
+        async with Fleet(nats_server.url, role="observer") as fleet:
+            await fleet.wait_pi("h1", relay.pid)
+            await fleet.wait_pi("h2", other.pid)
+        await host.stop_forwarder()  # the Pi stays up in the fleet: a restart finds it again
+        found = await survey_fleet(NatsOptions(nats_server.url), listen=0.1)
+        checks = {check.what: check for check in fleet_checks(found)}
+        assert checks["host h1"].status == "fail"
+        assert "its forwarder is not connected; 1 Pi(s) shown up" in checks["host h1"].detail
+        # only h2's Pi can be answered; h1's is counted apart
+        assert (checks["pis"].status, checks["pis"].detail) == (
+            "ok",
+            "1 Pi(s) up on 1 host(s), 0 open form(s); 1 Pi(s) up on 1 host(s) whose "
+            "forwarder is gone cannot be answered",
+        )
+        assert found.observers == []  # an observer fleet closed: nothing alive
+        await second.stop_forwarder()
+        found = await survey_fleet(NatsOptions(nats_server.url), listen=0.1)
+        checks = {check.what: check for check in fleet_checks(found)}
+        assert (checks["pis"].status, checks["pis"].detail) == (
+            "warn",
+            "2 Pi(s) up on 2 host(s) whose forwarder is gone cannot be answered",
+        )
+        status, _ = await cli("doctor", "--nats", nats_server.url, "--listen", "0.1")
+        assert status == 1
+    finally:
+        await second.close()
+
+
+@pytest.mark.asyncio
+async def test_doctor_warns_when_the_forwarders_heartbeat_stream_is_missing(
+    nats_server: NatsServer,
+) -> None:
+    from pi_ask_sdk.transports.nats import FleetNames, FleetSettings, connect_nats, ensure_streams
+
+    names = FleetNames()
+    nc = await connect_nats(NatsOptions(nats_server.url))
+    try:
+        js = nc.jetstream()
+        await ensure_streams(js, names, FleetSettings(), nats_server.url)
+        await js.delete_stream(names.forwarders_stream)  # as forwarders older than heartbeats
+    finally:
+        await nc.close()
     found = await survey_fleet(NatsOptions(nats_server.url), listen=0.1)
     checks = {check.what: check for check in fleet_checks(found)}
-    assert checks["host h1"].status == "fail"
-    assert "its forwarder is not connected; 1 Pi(s) shown up" in checks["host h1"].detail
-    assert found.observers == []  # an observer fleet closed: nothing alive
-    status, _ = await cli("doctor", "--nats", nats_server.url, "--listen", "0.1")
-    assert status == 1
+    check = checks["stream PIASK_FORWARDERS"]
+    assert check.status == "warn"
+    assert check.detail.startswith("missing: the forwarders are older than their heartbeats")
+    assert "streams" not in checks  # the three the fleet needs are there
 
 
 # --- watch --------------------------------------------------------------------------------------
