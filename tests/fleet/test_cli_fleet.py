@@ -330,7 +330,8 @@ async def test_watch_json_says_a_session_ended_with_the_states_epoch_and_session
         await relay.end_session("new")
         ended = json.loads(await lines.until(lambda line: "sessionEnded" in json.loads(line)))
     assert (up["host"], up["pid"], up["cwd"]) == ("h1", relay.pid, "/fake")
-    assert isinstance(up["epoch"], str) and up["epoch"]
+    assert isinstance(up["epoch"], str)
+    assert up["epoch"]
     assert "sessionId" in up
     assert (ended["host"], ended["pid"], ended["state"]) == ("h1", relay.pid, "up")
     assert ended["sessionEnded"] is True

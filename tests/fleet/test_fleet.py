@@ -231,8 +231,7 @@ async def test_a_refused_connection_fails_at_once_saying_nothing_answers() -> No
     with pytest.raises(FleetUnavailable) as caught:
         await asyncio.wait_for(Fleet(NatsOptions(url, connect_timeout=30.0)).open(), 10)
     assert caught.value.detail == (
-        "nothing answers there (connection refused: is nats-server running, and is the URL "
-        "right?)"
+        "nothing answers there (connection refused: is nats-server running, and is the URL right?)"
     )
     assert isinstance(caught.value.__cause__, ConnectionRefusedError)
 
