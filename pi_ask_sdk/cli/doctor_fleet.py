@@ -32,8 +32,8 @@ from pi_ask_sdk.transports.nats import (
     PiState,
     connect_nats,
     decode_body,
+    jetstream_off,
 )
-from pi_ask_sdk.transports.nats._setup import jetstream_off
 
 from .doctor import Check
 from .text import clean, json_line

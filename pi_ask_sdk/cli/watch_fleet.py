@@ -34,8 +34,8 @@ from pi_ask_sdk.transports.nats import (
     TooLarge,
     connect_nats,
     decode_body,
+    jetstream_off,
 )
-from pi_ask_sdk.transports.nats._setup import jetstream_off
 
 from .text import clean, echo, json_line
 from .watch import Write, describe, shown

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
         ensure_forwarder_consumer,
         ensure_streams,
         forwarder_consumer_config,
+        jetstream_off,
         max_payload,
     )
     from ._transport import FleetConnection, NatsTransport
@@ -82,6 +83,7 @@ __all__ = [
     "ensure_streams",
     "flow_token",
     "forwarder_consumer_config",
+    "jetstream_off",
     "max_payload",
     "pi_transport",
     "serve_fleet",
@@ -107,6 +109,7 @@ _LAZY = {
     "encode_body": "_setup",
     "decode_body": "_setup",
     "max_payload": "_setup",
+    "jetstream_off": "_setup",
     "Follower": "_follow",
     "FleetConnection": "_transport",
     "NatsTransport": "_transport",

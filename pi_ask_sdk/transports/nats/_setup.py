@@ -43,6 +43,7 @@ __all__ = [
     "ensure_forwarder_consumer",
     "ensure_streams",
     "forwarder_consumer_config",
+    "jetstream_off",
 ]
 
 
