@@ -8,8 +8,10 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Literal
 
-SubmitKey = tuple[int, str, str, str]
-"""(pid, bridge transport id, flow id, request id): one submit of one bridge."""
+SubmitKey = tuple[int, str, str, str, str]
+"""(pid, bridge transport id, flow id, request id, submit id): one submit of one bridge (its
+re-sends carry the same submit id; a submit sent again under the same request id after its
+verdict, another)."""
 
 Seen = Literal["new", "in_flight"] | bytes
 
@@ -53,7 +55,7 @@ class SubmitBook:
     def sent(self, key: SubmitKey, submit_id: str = "", reply: str | None = None) -> None:
         """``key`` was sent to the relay; its result will be routed to its transport (and to
         ``reply``, a direct request's reply subject)."""
-        pid, transport_id, flow_id, request_id = key
+        pid, transport_id, flow_id, request_id, _ = key
         route = Route(transport_id, submit_id)
         if reply:
             route.replies.append(reply)
@@ -76,7 +78,7 @@ class SubmitBook:
     def unsent(self, key: SubmitKey) -> None:
         """Sending ``key`` failed: forget it (a re-delivery may try again)."""
         self._done.pop(key, None)
-        pid, _, flow_id, request_id = key
+        pid, _, flow_id, request_id, _ = key
         queue = self._routes.get((pid, request_id, flow_id))
         if queue is not None:
             rest = [entry for entry in queue if entry != key]

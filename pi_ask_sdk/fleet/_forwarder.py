@@ -554,7 +554,7 @@ class Forwarder:
                 "pi_ask_sdk.fleet: dropped a submit for Pi %d that is not one: %s", pid, event
             )
             return f"not a submit: {event.detail}"
-        key: SubmitKey = (pid, transport_id, event.flow_id, event.request_id)
+        key: SubmitKey = (pid, transport_id, event.flow_id, event.request_id, submit_id)
         link = self._links.get(pid)
         if link is not None and not link.opened.is_set():
             with contextlib.suppress(asyncio.TimeoutError):

@@ -85,7 +85,7 @@ async def test_a_submit_to_a_live_forwarder_goes_direct_and_is_stored_nowhere(
     # watchers (pi-ask watch) still see the result, on the core feed of its transport
     seen = await asyncio.wait_for(watched.get(), 10)
     assert seen.subject == fleet.names.replied("h1", relay.pid, transport.transport_id)
-    submit_id = submit_msg_id(transport.transport_id, flow.flow_id, outcome.ticket.request_id)
+    submit_id = submit_msg_id(transport.transport_id, flow.flow_id, outcome.ticket.request_id, 1)
     assert (seen.headers or {}).get(Header.SUBMIT) == submit_id
     verdict = decode_event(SUBMIT_RESULT, seen.data)
     assert isinstance(verdict, SubmitAck)

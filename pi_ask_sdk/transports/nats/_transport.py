@@ -52,10 +52,14 @@ def encode_submit(payload: SubmitEvent) -> bytes:
         ).encode()
 
 
-def submit_msg_id(transport_id: str, flow_id: str, request_id: str) -> str:
-    """The ``Nats-Msg-Id`` of a submit: the same for a re-send of the same submit, so JetStream
-    stores it once within its ``duplicate_window``."""
-    key = "\x00".join((transport_id, flow_id, request_id)).encode("utf-8", "surrogatepass")
+def submit_msg_id(transport_id: str, flow_id: str, request_id: str, send: int = 0) -> str:
+    """The id of one submit (its ``Nats-Msg-Id`` and ``Pi-Ask-Submit``): the same for each
+    re-send of it, so JetStream stores it once within its ``duplicate_window`` and the
+    forwarder gives it to Pi once; another for each ``send`` (the transport's count of its
+    sends), as a submit sent again under the same request id (after its verdict) is a new
+    one for the host."""
+    parts = (transport_id, flow_id, request_id, str(send))
+    key = "\x00".join(parts).encode("utf-8", "surrogatepass")
     return hashlib.sha256(key).hexdigest()[:40]
 
 
@@ -163,6 +167,7 @@ class NatsTransport:
         self._replies: Subscription | None = None
         self._waiting: dict[str, asyncio.Future[Msg]] = {}
         self._requests = 0
+        self._sends = 0
 
     # --- introspection ---
 
@@ -274,7 +279,8 @@ class NatsTransport:
         fleet = self._fleet
         nc = fleet.nc
         body, headers = encode_body(encode_submit(payload), "the submit", max_payload(nc))
-        submit_id = submit_msg_id(self._id, payload.flow_id, payload.request_id)
+        self._sends += 1
+        submit_id = submit_msg_id(self._id, payload.flow_id, payload.request_id, self._sends)
         headers[Header.BRIDGE] = self._id
         headers[Header.SUBMIT] = submit_id
         loop = asyncio.get_running_loop()
