@@ -26,6 +26,10 @@ class Route:
     submit_id: str
     replies: list[str] = field(default_factory=list)
     store: bool = True
+    unsure: bool = False
+    """A re-sent copy this forwarder gave to Pi without knowing its first one: a
+    ``flow_not_found`` for it may be the first one's doing (still on its way to Pi then), so
+    it is not passed on."""
 
 
 class SubmitBook:
@@ -52,11 +56,14 @@ class SubmitBook:
             return "new"
         return "in_flight" if isinstance(entry, Route) else entry
 
-    def sent(self, key: SubmitKey, submit_id: str = "", reply: str | None = None) -> None:
+    def sent(
+        self, key: SubmitKey, submit_id: str = "", reply: str | None = None, *, unsure: bool = False
+    ) -> None:
         """``key`` was sent to the relay; its result will be routed to its transport (and to
-        ``reply``, a direct request's reply subject)."""
+        ``reply``, a direct request's reply subject). ``unsure``: a re-sent copy whose first
+        one this book never saw (``Route.unsure``)."""
         pid, transport_id, flow_id, request_id, _ = key
-        route = Route(transport_id, submit_id)
+        route = Route(transport_id, submit_id, unsure=unsure)
         if reply:
             route.replies.append(reply)
             route.store = False  # answered on its reply subject alone
@@ -87,9 +94,13 @@ class SubmitBook:
             else:
                 del self._routes[(pid, request_id, flow_id)]
 
-    def answered(self, pid: int, request_id: str, flow_id: str, body: bytes) -> Route | None:
+    def answered(
+        self, pid: int, request_id: str, flow_id: str, body: bytes, *, not_found: bool = False
+    ) -> Route | None:
         """Where this result goes: the oldest unanswered submit with these ids (the relay
-        answers one connection's submits in order), or None if none of ours."""
+        answers one connection's submits in order), or None if none of ours, or if it is a
+        ``flow_not_found`` (``not_found``) for an unsure copy: then nobody is told, and the
+        submit stays unanswered (a copy of it coming again is not answered either)."""
         route_key = (pid, request_id, flow_id)
         queue = self._routes.get(route_key)
         if not queue:
@@ -99,6 +110,8 @@ class SubmitBook:
             del self._routes[route_key]
         entry = self._done.get(key)
         if isinstance(entry, Route):
+            if entry.unsure and not_found:
+                return None
             self._done[key] = body
             return entry
         # Fell out of the bounded book while in flight: its transport is in the key.

@@ -585,7 +585,7 @@ class Forwarder:
                 pid,
             )
             return ""
-        self.book.sent(key, submit_id, reply)
+        self.book.sent(key, submit_id, reply, unsure=resent)
         try:
             await link.transport.send(event)
         except ConnectionLost as exc:

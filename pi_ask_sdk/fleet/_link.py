@@ -241,13 +241,19 @@ class PiLink:
             verdict = decode_event(SUBMIT_RESULT, data)
             if not isinstance(verdict, (SubmitAck, SubmitRejection)):
                 return
-            if isinstance(verdict, SubmitRejection) and verdict.error == "flow_not_found":
+            not_found = isinstance(verdict, SubmitRejection) and verdict.error == "flow_not_found"
+            if not_found:
                 gone = self.open_flows.pop(verdict.flow_id, "")
                 if gone:  # the host has no such form: neither has the stream
                     self._flow(gone, "gone", b"{}")
-            route = fwd.book.answered(self.pid, verdict.request_id, verdict.flow_id, body)
+            route = fwd.book.answered(
+                self.pid, verdict.request_id, verdict.flow_id, body, not_found=not_found
+            )
             if route is None:
-                return  # a submit that did not come through this forwarder
+                # A submit that did not come through this forwarder, or a re-sent copy Pi
+                # refused as flow_not_found, which its first copy may have answered: its
+                # bridge times out ("may have been applied"), never told a false refusal.
+                return
             headers = {Header.SUBMIT: route.submit_id} if route.submit_id else {}
             if route.replies:  # the direct requests waiting for it, then the watchers
                 replied = fwd.names.replied(fwd.host_id, self.pid, route.transport_id)

@@ -20,6 +20,7 @@ import msgspec
 from pi_ask_core import (
     CHANNELS,
     SUBMIT,
+    SUBMIT_RESULT,
     CompletedEvent,
     FlowHandle,
     FlowHost,
@@ -45,6 +46,10 @@ class FakeRelay:
         self.cut_replays = 0  # this many connections are closed after their first replay
         self.roles = False  # announce the client hello, welcome it, count the answerers
         self.hold: asyncio.Event | None = None  # submits wait for it to be set (a slow Pi)
+        # Mark each submit-result "own" for the connection that emitted its submit (false for
+        # the others, and for all once that connection is gone), as the real relay does.
+        self.own_marks = False
+        self._owners: dict[tuple[object, object], list[asyncio.StreamWriter | None]] = {}
         self._held: set[asyncio.Task[None]] = set()
         self._received_changed = asyncio.Event()
         self.role_of: dict[asyncio.StreamWriter, str] = {}
@@ -140,6 +145,16 @@ class FakeRelay:
             elif isinstance(decoded, CompletedEvent):
                 self._open.pop(decoded.flow_id, None)
             event = {"type": "event", "channel": channel, "data": payload, "replay": False}
+            waiting = None
+            if self.own_marks and channel == SUBMIT_RESULT and isinstance(payload, dict):
+                waiting = self._owners.get((payload.get("requestId"), payload.get("flowId")))
+            if waiting:
+                owner = waiting.pop(0)
+                for writer in self.writers:
+                    marked = {**event, "own": writer is owner}
+                    text = json.dumps(marked, ensure_ascii=False, separators=(",", ":"))
+                    writer.write(text.encode() + b"\n")
+                return
             # Raw UTF-8 and compact, as the relay writes it (JSON.stringify): U+2028/U+2029 stay
             # unescaped inside strings.
             line = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
@@ -188,6 +203,10 @@ class FakeRelay:
                 self.received.append(message)
                 self._received_changed.set()
                 if message.get("type") == "emit" and message.get("channel") == SUBMIT:
+                    if self.own_marks and isinstance(message.get("data"), dict):
+                        data = message["data"]
+                        key = (data.get("requestId"), data.get("flowId"))
+                        self._owners.setdefault(key, []).append(writer)
                     if self.hold is not None and not self.hold.is_set():
                         task = asyncio.get_running_loop().create_task(
                             self._emit_held(self.hold, message["data"])
@@ -206,6 +225,8 @@ class FakeRelay:
         finally:
             if writer in self.writers:
                 self.writers.remove(writer)
+            for waiting in self._owners.values():  # its verdicts are no one's own now
+                waiting[:] = [None if w is writer else w for w in waiting]
             if self.role_of.pop(writer, None) is not None:
                 self._role_changed.set()
             # Close our side too: Server.wait_closed() waits for every transport to close.
