@@ -118,7 +118,8 @@ class SubmitBook:
         return Route(key[1], "")
 
     def forget_pid(self, pid: int) -> None:
-        """The Pi is gone: none of its outstanding submits will be answered."""
+        """The Pi is gone, or its relay connection was: none of its outstanding submits will
+        be answered (copies of them that come again are not given to Pi, nor answered)."""
         for route in [route for route in self._routes if route[0] == pid]:
             del self._routes[route]
 

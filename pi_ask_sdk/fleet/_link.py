@@ -272,7 +272,10 @@ class PiLink:
         self.open_flows.clear()
         if reason == "session_ended":
             # The bridges' view of this Pi is reset (a new epoch); the forms the relay replays
-            # on the next connection bring it back.
+            # on the next connection bring it back. The submits given on the old connection
+            # get no verdict on the next (the relay marks it another connection's), so their
+            # routes go: a later submit with the same ids must not take their place.
+            self.forwarder.book.forget_pid(self.pid)
             self.epoch = secrets.token_hex(6)
             self._publish_state("up")
             for subject in flows:

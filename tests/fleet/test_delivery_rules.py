@@ -11,7 +11,7 @@ import msgspec
 import pytest
 
 from pi_ask_sdk import BridgeClient, SubmitAccepted, SubmitRejected
-from pi_ask_sdk.outcomes import SubmitTimedOut
+from pi_ask_sdk.outcomes import SubmitLost, SubmitTimedOut
 from pi_ask_sdk.testing import unchecked_answer, yes_no_params
 from pi_ask_sdk.transports.nats import Fleet
 
@@ -99,3 +99,38 @@ async def test_a_resent_copy_refused_while_its_first_copy_waits_in_a_slow_pi(
     assert handle.state == "completed"
     assert handle.result is not None
     assert "yes" in json.dumps(msgspec.to_builtins(handle.result))
+
+
+@pytest.mark.asyncio
+async def test_a_submit_lost_with_a_relay_connection_leaves_no_route_behind(
+    host: Host, fleet: Fleet
+) -> None:
+    """The interleaving: the forwarder gives bridge A's submit to Pi, and its relay connection
+    drops before Pi applied it (the submit is lost with it); the forwarder reconnects (a new
+    epoch: A's submit is SubmitLost) and the form is replayed. Bridge B answers it under the
+    same request id (ids are the bridges' own: two may choose one): the verdict is B's, not
+    routed to A's lost submit, so B is told SubmitAccepted."""
+    relay = await host.start_pi()
+    relay.own_marks = True
+    forwarder = await host.start_forwarder()
+    await forwarder.wait_taking_submits(20)
+    await fleet.wait_pi("h1", relay.pid)
+    handle = relay.open_form(yes_no_params(), "again")
+    async with BridgeClient(fleet.transport("h1", relay.pid)) as a:
+        view = await a.flows().next(timeout=10)
+        relay.hold = asyncio.Event()
+        first = asyncio.create_task(a.respond(view, yes(view), request_id="r", timeout=20))
+        await relay.wait_submits(1, 10)
+        await relay.drop_held()  # lost with the connection: Pi never applies it
+        await relay.stop()
+        relay.hold = None
+        await relay.start()  # the forwarder reconnects; the form is replayed
+        lost = await asyncio.wait_for(first, 20)
+        assert isinstance(lost, SubmitLost), lost
+        async with BridgeClient(fleet.transport("h1", relay.pid)) as b:
+            flows = b.flows()
+            flow = await flows.next(timeout=10)
+            assert flow.flow_id == handle.flow_id
+            outcome = await b.respond(flow, yes(flow), request_id="r", timeout=10)
+            assert isinstance(outcome, SubmitAccepted), outcome
+    assert handle.state == "completed"

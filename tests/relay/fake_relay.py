@@ -51,6 +51,7 @@ class FakeRelay:
         self.own_marks = False
         self._owners: dict[tuple[object, object], list[asyncio.StreamWriter | None]] = {}
         self._held: set[asyncio.Task[None]] = set()
+        self._held_keys: dict[asyncio.Task[None], tuple[object, object]] = {}
         self._received_changed = asyncio.Event()
         self.role_of: dict[asyncio.StreamWriter, str] = {}
         self._role_changed = asyncio.Event()
@@ -114,6 +115,18 @@ class FakeRelay:
 
         await asyncio.wait_for(enough(), timeout)
 
+    async def drop_held(self) -> None:
+        """Forget the held submits: Pi never applies them (lost with their connection)."""
+        held, self._held = list(self._held), set()
+        for task in held:
+            task.cancel()
+            key = self._held_keys.pop(task, None)
+            if key is not None and self._owners.get(key):
+                self._owners[key].pop()  # never read by the relay: no verdict owed to anyone
+        for task in held:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
     def open_form(self, params: object, tool_call_id: str) -> FlowHandle:
         return self.host.start(params, tool_call_id=tool_call_id)
 
@@ -161,6 +174,9 @@ class FakeRelay:
             self.send_line(line.encode() + b"\n")
 
         return forward
+
+    def _forget_held(self, task: asyncio.Task[None]) -> None:
+        self._held_keys.pop(task, None)
 
     async def _emit_held(self, hold: asyncio.Event, data: object) -> None:
         await hold.wait()
@@ -213,6 +229,10 @@ class FakeRelay:
                         )
                         self._held.add(task)
                         task.add_done_callback(self._held.discard)
+                        data = message["data"]
+                        if isinstance(data, dict):
+                            self._held_keys[task] = (data.get("requestId"), data.get("flowId"))
+                            task.add_done_callback(self._forget_held)
                     else:
                         self.bus.emit(SUBMIT, message["data"])
                 elif message.get("type") == "hello" and self.roles:
