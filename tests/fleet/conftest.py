@@ -95,6 +95,17 @@ class Host:
         self._run = asyncio.get_running_loop().create_task(forwarder.run(self._stop))
         return forwarder
 
+    async def start_served_pi(self, fleet: Fleet, *, own_marks: bool = False) -> FakeRelay:
+        """A new 'Pi' behind a new forwarder that takes its submits, up in ``fleet``
+        (``own_marks``: its relay marks each verdict for the connection that sent the submit,
+        as the real relay does)."""
+        relay = await self.start_pi()
+        relay.own_marks = own_marks
+        forwarder = await self.start_forwarder()
+        await forwarder.wait_taking_submits(20)
+        await fleet.wait_pi(self.host_id, relay.pid)
+        return relay
+
     async def stop_forwarder(self) -> None:
         self._stop.set()
         if self._run is not None:

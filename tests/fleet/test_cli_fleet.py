@@ -19,6 +19,7 @@ from pi_ask_sdk.cli.doctor_fleet import fleet_checks, survey_fleet
 from pi_ask_sdk.cli.watch_fleet import flow_id_of, watch_fleet
 from pi_ask_sdk.testing.nats_server import NatsServer, free_port
 from pi_ask_sdk.transports.nats import Fleet, NatsOptions, flow_token
+from tests.relay.fake_relay import FakeRelay
 
 from .conftest import Host
 
@@ -132,10 +133,12 @@ async def test_doctor_says_no_forwarder_has_connected_when_the_streams_are_missi
     assert "OTHER_FLOWS" in out
 
 
-@pytest.mark.asyncio
-async def test_doctor_reports_hosts_pis_open_forms_and_answerers(
+@contextlib.asynccontextmanager
+async def two_hosts(
     tmp_path: Path, nats_server: NatsServer, host: Host
-) -> None:
+) -> AsyncIterator[tuple[FakeRelay, FakeRelay, Host]]:
+    """``host`` ("h1") and a second host "h2", one Pi and a forwarder each: (h1's Pi, h2's Pi,
+    the second host)."""
     second = Host(tmp_path / "relays2", nats_server.url, "h2")
     second.directory.mkdir(mode=0o700)
     try:
@@ -143,6 +146,16 @@ async def test_doctor_reports_hosts_pis_open_forms_and_answerers(
         other = await second.start_pi()
         await host.start_forwarder()
         await second.start_forwarder()
+        yield relay, other, second
+    finally:
+        await second.close()
+
+
+@pytest.mark.asyncio
+async def test_doctor_reports_hosts_pis_open_forms_and_answerers(
+    tmp_path: Path, nats_server: NatsServer, host: Host
+) -> None:
+    async with two_hosts(tmp_path, nats_server, host) as (relay, other, _):
         relay.open_form(FORM, "one")
         relay.open_form(FORM, "two")
         async with Fleet(nats_server.url, heartbeat=0.2) as fleet:
@@ -173,21 +186,13 @@ async def test_doctor_reports_hosts_pis_open_forms_and_answerers(
             "[warn] answerers: no answering bridge is alive: headless Pis answer their forms "
             "with the fallback, and a Pi started by pi-ask try waits for a bridge"
         ) in text
-    finally:
-        await second.close()
 
 
 @pytest.mark.asyncio
 async def test_doctor_fails_a_host_whose_forwarder_is_gone_while_its_pis_are_up(
     tmp_path: Path, nats_server: NatsServer, host: Host
 ) -> None:
-    second = Host(tmp_path / "relays2", nats_server.url, "h2")
-    second.directory.mkdir(mode=0o700)
-    try:
-        relay = await host.start_pi()
-        other = await second.start_pi()
-        await host.start_forwarder()
-        await second.start_forwarder()
+    async with two_hosts(tmp_path, nats_server, host) as (relay, other, second):
         async with Fleet(nats_server.url, role="observer") as fleet:
             await fleet.wait_pi("h1", relay.pid)
             await fleet.wait_pi("h2", other.pid)
@@ -212,8 +217,6 @@ async def test_doctor_fails_a_host_whose_forwarder_is_gone_while_its_pis_are_up(
         )
         status, _ = await cli("doctor", "--nats", nats_server.url, "--listen", "0.1")
         assert status == 1
-    finally:
-        await second.close()
 
 
 @pytest.mark.asyncio
@@ -275,9 +278,7 @@ async def test_watch_shows_open_forms_then_forms_as_they_start_and_complete(
 async def test_watch_says_when_a_hosts_forwarder_goes_silent_and_when_it_is_back(
     nats_server: NatsServer, host: Host, fleet: Fleet
 ) -> None:
-    relay = await host.start_pi()
-    await host.start_forwarder()
-    await fleet.wait_pi("h1", relay.pid)
+    relay = await host.start_served_pi(fleet)
     async with watching(nats_server.url, forwarder_timeout=1.5) as (lines, _):
         await lines.until(lambda line: line == f"[h1 pi {relay.pid}] up: Pi fake in /fake")
         await host.stop_forwarder()  # silent from now on (its Pi stays up in FLOWS)
@@ -291,9 +292,7 @@ async def test_watch_says_when_a_hosts_forwarder_goes_silent_and_when_it_is_back
 async def test_watch_says_a_session_ended_and_a_vouching_forwarder_restart_says_nothing(
     nats_server: NatsServer, host: Host, fleet: Fleet
 ) -> None:
-    relay = await host.start_pi()
-    await host.start_forwarder()
-    await fleet.wait_pi("h1", relay.pid)
+    relay = await host.start_served_pi(fleet)
     tag = f"[h1 pi {relay.pid}]"
     async with watching(nats_server.url) as (lines, _):
         await lines.until(lambda line: line == f"{tag} up: Pi fake in /fake")
@@ -322,9 +321,7 @@ async def test_watch_says_a_session_ended_and_a_vouching_forwarder_restart_says_
 async def test_watch_json_says_a_session_ended_with_the_states_epoch_and_session_id(
     nats_server: NatsServer, host: Host, fleet: Fleet
 ) -> None:
-    relay = await host.start_pi()
-    await host.start_forwarder()
-    await fleet.wait_pi("h1", relay.pid)
+    relay = await host.start_served_pi(fleet)
     async with watching(nats_server.url, as_json=True) as (lines, _):
         up = json.loads(await lines.until(lambda line: json.loads(line).get("state") == "up"))
         await relay.end_session("new")
@@ -364,9 +361,7 @@ async def test_watch_says_when_the_server_is_lost_and_when_it_is_back(
 async def test_watch_json_lines_name_host_pid_and_channel(
     nats_server: NatsServer, host: Host, fleet: Fleet
 ) -> None:
-    relay = await host.start_pi()
-    await host.start_forwarder()
-    await fleet.wait_pi("h1", relay.pid)
+    relay = await host.start_served_pi(fleet)
     async with watching(nats_server.url, as_json=True) as (lines, _):
         await lines.until(lambda line: json.loads(line).get("state") == "up")
         relay.open_form(FORM, "j")

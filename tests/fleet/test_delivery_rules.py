@@ -77,11 +77,7 @@ async def test_a_resent_copy_refused_while_its_first_copy_waits_in_a_slow_pi(
     only the refusal. The bridge must not be told it: its own submit answered the form. It
     gets no verdict (SubmitTimedOut: "may have been applied"), and the form is answered once,
     with its answer."""
-    relay = await host.start_pi()
-    relay.own_marks = True
-    forwarder = await host.start_forwarder()
-    await forwarder.wait_taking_submits(20)
-    await fleet.wait_pi("h1", relay.pid)
+    relay = await host.start_served_pi(fleet, own_marks=True)
     handle = relay.open_form(yes_no_params(), "slow")
     async with BridgeClient(fleet.transport("h1", relay.pid)) as client:
         view = await client.flows().next(timeout=10)
@@ -110,11 +106,7 @@ async def test_a_submit_lost_with_a_relay_connection_leaves_no_route_behind(
     epoch: A's submit is SubmitLost) and the form is replayed. Bridge B answers it under the
     same request id (ids are the bridges' own: two may choose one): the verdict is B's, not
     routed to A's lost submit, so B is told SubmitAccepted."""
-    relay = await host.start_pi()
-    relay.own_marks = True
-    forwarder = await host.start_forwarder()
-    await forwarder.wait_taking_submits(20)
-    await fleet.wait_pi("h1", relay.pid)
+    relay = await host.start_served_pi(fleet, own_marks=True)
     handle = relay.open_form(yes_no_params(), "again")
     async with BridgeClient(fleet.transport("h1", relay.pid)) as a:
         view = await a.flows().next(timeout=10)
