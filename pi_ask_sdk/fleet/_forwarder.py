@@ -134,7 +134,6 @@ class Forwarder:
         self._replying: set[asyncio.Task[None]] = set()
         self._backlog_done = asyncio.Event()  # SUBMITS delivered its last waiting submit
         self._relays_opened = asyncio.Event()  # the relays found first are open (or gave up)
-        self._bound = False  # bound to the host's submit consumer: the host's forwarder
 
     # --- properties ---
 
@@ -254,7 +253,6 @@ class Forwarder:
                     manual_ack=True,
                     cb=self._on_submit,
                 )
-                self._bound = True
                 await self._beat()  # the host's forwarder from now on: bridges may count on it
                 break
             except nats.js.errors.Error as exc:
@@ -410,9 +408,10 @@ class Forwarder:
 
     async def _beat(self) -> None:
         nc = self._nc
-        if nc is None or not nc.is_connected or not self._bound:
+        if nc is None or not nc.is_connected or self._submits is None:
             # Silence while away from the server is the truth (bridges cannot reach us), and
-            # while another forwarder of this host is bound to its submits (we follow nothing).
+            # until we are bound to this host's submits (another forwarder may be: we follow
+            # nothing then).
             return
         beat = ForwarderBeat(
             host=self.host_id,
@@ -496,7 +495,7 @@ class Forwarder:
             reply=msg.reply,
         )
         if why:
-            await self.reply(msg.reply, why.encode(), {Header.STATUS: "not_sent"})
+            await self._reply([msg.reply], why.encode(), {Header.STATUS: "not_sent"})
 
     async def _on_submit(self, msg: Msg) -> None:
         """A submit from SUBMITS (a bridge's fallback: no forwarder took its direct request, or
@@ -566,7 +565,7 @@ class Forwarder:
             # Came again after it was answered: the same acknowledgement again.
             headers = {Header.SUBMIT: submit_id} if submit_id else {}
             if reply:
-                await self.reply(reply, seen, headers)
+                await self._reply([reply], seen, headers)
             elif link is not None:
                 link._put(self.names.result(self.host_id, pid, transport_id), seen, headers)
             return ""
@@ -594,11 +593,9 @@ class Forwarder:
             return f"not delivered to Pi {pid}: {exc}"
         return ""
 
-    async def reply(self, subject: str, body: bytes, headers: dict[str, str]) -> None:
-        """Answer a direct request (core NATS: if its bridge is gone, nobody hears it)."""
-        await self._reply([subject], body, headers)
-
     async def _reply(self, subjects: list[str], body: bytes, headers: dict[str, str]) -> None:
+        """Answer a direct request, in order on each of ``subjects`` (core NATS: if its bridge
+        is gone, nobody hears it)."""
         nc = self._nc
         if nc is None:
             return

@@ -99,8 +99,8 @@ _Callback = Callable[[], Awaitable[None]]
 async def connect_nats(
     options: NatsOptions,
     *,
-    disconnected_cb: Callable[[], Awaitable[None]] | None = None,
-    reconnected_cb: Callable[[], Awaitable[None]] | None = None,
+    disconnected_cb: _Callback | None = None,
+    reconnected_cb: _Callback | None = None,
 ) -> Client:
     """A connected nats-py client; raises ``FleetUnavailable`` (the nats-py error as cause):
     at once when every server refuses the connection ("nothing answers there"), after

@@ -124,12 +124,12 @@ class NatsTransport:
     ``send`` sends the submit to the Pi's host: while its forwarder heartbeats, as a core NATS
     request the forwarder answers with the submit-result (``send`` returns once it is in);
     else, or when no forwarder takes it, through the SUBMITS stream (de-duplicated by a
-    ``Nats-Msg-Id`` of this transport, flow and request id), waiting at most ``send_timeout``
-    seconds for the stream to store it, re-sending on a timeout. A direct request without an
-    answer in 2 s goes through the stream too, marked re-sent (docs/fleet.md, Delivery
-    semantics). Raises ``FleetPayloadTooLarge`` for a submit over the server's
-    ``max_payload`` and ``ConnectionLost`` when it surely did not reach Pi; when it may have
-    (no acknowledgement in time) it returns, and the submit's result wait decides
+    ``Nats-Msg-Id``: ``submit_msg_id`` of this transport, flow, request id and send), waiting
+    at most ``send_timeout`` seconds for the stream to store it, re-sending on a timeout. A
+    direct request without an answer in 2 s goes through the stream too, marked re-sent
+    (docs/fleet.md, Delivery semantics). Raises ``FleetPayloadTooLarge`` for a submit over
+    the server's ``max_payload`` and ``ConnectionLost`` when it surely did not reach Pi; when
+    it may have (no acknowledgement in time) it returns, and the submit's result wait decides
     (``SubmitTimedOut`` at worst: never a false "not sent").
 
     ``owns_fleet=True`` (what ``pi_transport`` makes) opens the fleet connection in ``open``
@@ -166,8 +166,7 @@ class NatsTransport:
         self._inbox = ""  # where the direct submits' replies come, one subject each
         self._replies: Subscription | None = None
         self._waiting: dict[str, asyncio.Future[Msg]] = {}
-        self._requests = 0
-        self._sends = 0
+        self._sends = 0  # (a submit's id, and its direct request's reply subject, count them)
 
     # --- introspection ---
 
@@ -286,7 +285,7 @@ class NatsTransport:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._send_timeout
         if nc.is_connected and fleet.forwarder_alive(self._host):
-            reply = await self._request(nc, body, headers)
+            reply = await self._request(nc, body, headers, str(self._sends))
             if reply == "ambiguous":
                 # It may have been taken: sent again through SUBMITS, marked, so that the
                 # forwarder gives it to Pi only if it has not, and while its form is open.
@@ -304,14 +303,12 @@ class NatsTransport:
         await self._send_stored(body, headers, deadline)
 
     async def _request(
-        self, nc: Client, body: bytes, headers: dict[str, str]
+        self, nc: Client, body: bytes, headers: dict[str, str], token: str
     ) -> Msg | Literal["not_taken", "ambiguous"]:
         """A direct submit: its reply, ``"not_taken"`` when surely no forwarder took it (no
         responder, or refused before it left), ``"ambiguous"`` when no reply came in time.
         (Not ``nc.request``: its ``wait_for`` may swallow a cancellation that meets the reply,
         which left a cancelled bridge running.)"""
-        self._requests += 1
-        token = str(self._requests)
         reply: asyncio.Future[Msg] = asyncio.get_running_loop().create_future()
         self._waiting[token] = reply
         try:
