@@ -12,13 +12,10 @@ the whole error tree from ``pi_ask_sdk.errors`` (it draws the tree; every error 
 ``PiAskError``), the transports and their contract from ``pi_ask_sdk.transports`` (the relay's
 from ``pi_ask_sdk.transports.relay``), and the test tooling from ``pi_ask_sdk.testing``
 (``FakeHost``, ``check_transport``, the pytest plugin, the stand-in host, the real-Pi kit, and
-their errors in ``pi_ask_sdk.testing.errors``). A name that left this root still resolves here
-for one release, with a ``DeprecationWarning`` naming its module.
+their errors in ``pi_ask_sdk.testing.errors``).
 """
 
-from typing import TYPE_CHECKING
-
-from ._moved import moved_attribute
+from ._faces import publish
 from .client import (
     DEFAULT_TIMEOUT,
     BridgeClient,
@@ -96,12 +93,6 @@ from .sync import (
     SyncClientStream,
 )
 
-if not TYPE_CHECKING:  # a type checker reports a moved name: import it from its module
-
-    def __getattr__(name: str) -> object:
-        return moved_attribute(__name__, name, _MOVED)
-
-
 __version__ = "0.1.0"
 
 __all__ = [
@@ -170,39 +161,4 @@ __all__ = [
     "to_json",
 ]
 
-_MOVED: dict[str, str] = {
-    "ApprovalProblem": "pi_ask_sdk.errors",
-    "BridgeErrorCode": "pi_ask_sdk.errors",
-    "ConnectionLostReason": "pi_ask_sdk.errors",
-    "CustomTextProblem": "pi_ask_sdk.errors",
-    "HostClosed": "pi_ask_sdk.errors",
-    "InvalidForm": "pi_ask_sdk.errors",
-    "InvalidRequestId": "pi_ask_sdk.errors",
-    "MismatchedPiece": "pi_ask_sdk.errors",
-    "OptionNoteProblem": "pi_ask_sdk.errors",
-    "RelayConnectError": "pi_ask_sdk.errors",
-    "RelayPathMissing": "pi_ask_sdk.errors",
-    "RelayPathNotSocket": "pi_ask_sdk.errors",
-    "RelayPathTooLong": "pi_ask_sdk.errors",
-    "ResponseProblem": "pi_ask_sdk.errors",
-    "SelectProblem": "pi_ask_sdk.errors",
-    "SubmitRefused": "pi_ask_sdk.errors",
-    "UnknownTicket": "pi_ask_sdk.errors",
-    "UnsafeRelayPath": "pi_ask_sdk.errors",
-    "NotSentReason": "pi_ask_sdk.outcomes",
-    "UncheckedAnswer": "pi_ask_sdk.responses",
-    "JsonObject": "pi_ask_sdk.serialise",
-    "Serialisable": "pi_ask_sdk.serialise",
-    "EndReason": "pi_ask_sdk.transports",
-    "MemoryTransport": "pi_ask_sdk.transports",
-    "Transport": "pi_ask_sdk.transports",
-    "TransportFactory": "pi_ask_sdk.transports",
-    "TransportListener": "pi_ask_sdk.transports",
-    "PiFailed": "pi_ask_sdk.testing.errors",
-    "PiNotInstalled": "pi_ask_sdk.testing.errors",
-    "StandinError": "pi_ask_sdk.testing.errors",
-    "StandinInUse": "pi_ask_sdk.testing.errors",
-    "StandinPathTooLong": "pi_ask_sdk.testing.errors",
-    "TransportCheckFailed": "pi_ask_sdk.testing.errors",
-}
-"""Names that left the root (deprecated here in 0.2.0, gone in 0.3.0): the module each lives in."""
+publish(__name__, __all__, globals())

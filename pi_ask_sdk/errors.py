@@ -64,8 +64,6 @@ from typing import TYPE_CHECKING, Final, Literal
 
 from pi_ask_core import HostClosed, InvalidForm, PiAskError, SubmitRefused
 
-from ._moved import moved_attribute
-
 if TYPE_CHECKING:
     from pathlib import Path  # only annotations: pathlib costs milliseconds to import
 
@@ -616,25 +614,3 @@ class FleetPayloadTooLarge(BridgeError, ValueError):
             f"{what} is {size} bytes, more than the NATS server's max_payload of {limit} bytes "
             "(raise max_payload in nats-server's configuration); nothing was sent."
         )
-
-
-# --- moved to the test tooling (pi_ask_sdk.testing.errors) ---------------------------------------
-
-_MOVED: Final[dict[str, str]] = {
-    name: "pi_ask_sdk.testing.errors"
-    for name in (
-        "PiFailed",
-        "PiInstallProblem",
-        "PiNotInstalled",
-        "StandinError",
-        "StandinInUse",
-        "StandinPathTooLong",
-        "TransportCheckFailed",
-    )
-}
-"""The tooling's errors that lived here: they resolve for one release, with a warning."""
-
-if not TYPE_CHECKING:  # a type checker reports a moved name: import it from its module
-
-    def __getattr__(name: str) -> object:
-        return moved_attribute(__name__, name, _MOVED)

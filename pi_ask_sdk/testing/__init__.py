@@ -44,6 +44,7 @@ from pi_ask_core import (
     decode_event,
 )
 from pi_ask_core import AskParams as AskParamsStruct
+from pi_ask_sdk._faces import publish
 from pi_ask_sdk.client import BridgeClient
 from pi_ask_sdk.errors import ConnectionLost, InvalidArgument, InvalidUse
 from pi_ask_sdk.forms import F, FlowId, FlowView
@@ -77,6 +78,8 @@ __all__ = [
     "unchecked_answer",
     "yes_no_params",
 ]
+
+publish(__name__, __all__, globals())
 
 AckOrder = Literal["completed_first", "ack_first"]
 """The order in which a ``FakeHost`` sends an accepted submit's two events: ``completed`` then

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import base
+from pi_ask_sdk._faces import lazy
+
 from .base import EndReason, Transport, TransportFactory, TransportListener
 from .memory import MemoryTransport
 
 if TYPE_CHECKING:
     from .relay import RelayTransport
+else:
+    __getattr__ = lazy(__name__, globals(), {"RelayTransport": ".relay"})
 
 __all__ = [
     "EndReason",
@@ -25,13 +28,3 @@ __all__ = [
     "TransportFactory",
     "TransportListener",
 ]
-
-
-def __getattr__(name: str) -> object:
-    if name == "RelayTransport":
-        from .relay import RelayTransport
-
-        return RelayTransport
-    if name == "DecodedJsonTransport":  # deprecated: .base warns
-        return getattr(base, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -23,13 +23,10 @@ Contract:
 
 from __future__ import annotations
 
-import sys
-import warnings
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
+from typing import Literal, Protocol
 
 from pi_ask_core import SubmitEvent
-from pi_ask_sdk._moved import from_import_probe
 
 __all__ = [
     "EndReason",
@@ -77,36 +74,6 @@ class Transport(Protocol):
     async def close(self) -> None:
         """Stop delivering; the listener is not called again. Idempotent."""
         ...
-
-
-@runtime_checkable
-class _DecodedJsonTransport(Transport, Protocol):
-    """Deprecated (``pi_ask_sdk.transports.DecodedJsonTransport``): ``BridgeClient`` no longer
-    calls ``send_decoded``; every submit goes through ``send``."""
-
-    async def send_decoded(
-        self, payload: dict[str, object], request_id: str, flow_id: str
-    ) -> None: ...
-
-
-if not TYPE_CHECKING:  # a type checker reports the removed name
-
-    def __getattr__(name: str) -> object:
-        if name != "DecodedJsonTransport":
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        # Point at the caller's line, past pi_ask_sdk.transports forwarding the name here.
-        level, frame = 2, sys._getframe(1)
-        while frame.f_back is not None and frame.f_globals.get("__name__") == __package__:
-            level, frame = level + 1, frame.f_back
-        if from_import_probe(frame):
-            return _DecodedJsonTransport
-        warnings.warn(
-            "DecodedJsonTransport is deprecated and removed in 0.3.0: BridgeClient sends every "
-            "submit through Transport.send (send_decoded is no longer called).",
-            DeprecationWarning,
-            stacklevel=level,
-        )
-        return _DecodedJsonTransport
 
 
 TransportFactory = Callable[[], Transport]

@@ -88,38 +88,13 @@ def test_the_tooling_errors_keep_their_codes_and_builtin_bases() -> None:
     assert tooling_errors.PiFailed("x").code == "pi_failed"
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        "PiFailed",
-        "PiNotInstalled",
-        "StandinError",
-        "StandinInUse",
-        "StandinPathTooLong",
-        "TransportCheckFailed",
-    ],
-)
-def test_a_tooling_error_still_resolves_from_the_root_with_a_warning(name: str) -> None:
-    with pytest.warns(
-        DeprecationWarning, match=rf"pi_ask_sdk\.{name} is deprecated.*testing\.errors"
-    ):
-        moved = getattr(pi_ask_sdk, name)
-    assert moved is getattr(tooling_errors, name)
-    assert name not in pi_ask_sdk.__all__
+@pytest.mark.parametrize("name", sorted(tooling_errors.__all__))
+def test_a_tooling_error_lives_in_the_tooling_alone(name: str) -> None:
+    assert not hasattr(pi_ask_sdk, name)
+    assert not hasattr(errors, name)
 
 
-@pytest.mark.parametrize("name", sorted(errors._MOVED))
-def test_a_tooling_error_still_resolves_from_the_errors_module_with_a_warning(name: str) -> None:
-    expected = rf"pi_ask_sdk\.errors\.{name} is deprecated.*testing\.errors"
-    with pytest.warns(DeprecationWarning, match=expected) as seen:
-        moved = getattr(errors, name)
-    assert [w.filename for w in seen] == [__file__]
-    assert moved is getattr(tooling_errors, name)
-    assert name not in errors.__all__
-    assert name in tooling_errors.__all__
-
-
-def test_an_unknown_root_name_is_still_an_attribute_error_without_a_warning() -> None:
+def test_an_unknown_root_name_is_an_attribute_error_without_a_warning() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         with pytest.raises(AttributeError, match="no attribute 'Nope'"):

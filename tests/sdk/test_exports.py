@@ -1,11 +1,12 @@
 """What ``import pi_ask_sdk`` offers: exactly what a bridge author uses (as httpx's
-``test_exported_members``); every name that left the root resolves for one release, with a
-warning naming its module."""
+``test_exported_members``), and nothing else: a name imported from its own module is not
+reachable from the root too."""
 
 from __future__ import annotations
 
 import importlib
 import warnings
+from types import FunctionType
 
 import pytest
 
@@ -83,41 +84,19 @@ ROOT = [
     "__version__",
 ]
 
-MOVED = {
+ELSEWHERE = {
     "ApprovalProblem": "pi_ask_sdk.errors",
-    "BridgeErrorCode": "pi_ask_sdk.errors",
-    "ConnectionLostReason": "pi_ask_sdk.errors",
-    "CustomTextProblem": "pi_ask_sdk.errors",
     "HostClosed": "pi_ask_sdk.errors",
-    "InvalidForm": "pi_ask_sdk.errors",
     "InvalidRequestId": "pi_ask_sdk.errors",
-    "MismatchedPiece": "pi_ask_sdk.errors",
-    "OptionNoteProblem": "pi_ask_sdk.errors",
-    "RelayConnectError": "pi_ask_sdk.errors",
-    "RelayPathMissing": "pi_ask_sdk.errors",
-    "RelayPathNotSocket": "pi_ask_sdk.errors",
-    "RelayPathTooLong": "pi_ask_sdk.errors",
-    "ResponseProblem": "pi_ask_sdk.errors",
-    "SelectProblem": "pi_ask_sdk.errors",
-    "SubmitRefused": "pi_ask_sdk.errors",
-    "UnknownTicket": "pi_ask_sdk.errors",
-    "UnsafeRelayPath": "pi_ask_sdk.errors",
     "NotSentReason": "pi_ask_sdk.outcomes",
     "UncheckedAnswer": "pi_ask_sdk.responses",
     "JsonObject": "pi_ask_sdk.serialise",
-    "Serialisable": "pi_ask_sdk.serialise",
-    "EndReason": "pi_ask_sdk.transports",
     "MemoryTransport": "pi_ask_sdk.transports",
     "Transport": "pi_ask_sdk.transports",
-    "TransportFactory": "pi_ask_sdk.transports",
-    "TransportListener": "pi_ask_sdk.transports",
     "PiFailed": "pi_ask_sdk.testing.errors",
-    "PiNotInstalled": "pi_ask_sdk.testing.errors",
-    "StandinError": "pi_ask_sdk.testing.errors",
-    "StandinInUse": "pi_ask_sdk.testing.errors",
-    "StandinPathTooLong": "pi_ask_sdk.testing.errors",
     "TransportCheckFailed": "pi_ask_sdk.testing.errors",
 }
+"""Some names a bridge imports from their modules (CHANGELOG.md, 0.2.0, says where each went)."""
 
 
 def test_the_root_exports_exactly_what_a_bridge_author_uses() -> None:
@@ -134,36 +113,26 @@ def test_every_root_name_resolves_without_a_warning() -> None:
 
 
 def test_the_root_names_the_same_objects_as_their_modules() -> None:
+    # (a class or function says the public module it is imported from: reprs, tracebacks,
+    # pickles)
     for name in ROOT:
         value = getattr(pi_ask_sdk, name)
-        module = getattr(value, "__module__", None)
-        if isinstance(value, type) and module and module.startswith("pi_ask_sdk."):
-            assert getattr(importlib.import_module(module), name) is value, name
+        if isinstance(value, (type, FunctionType)) and value.__module__.startswith("pi_ask_"):
+            assert not any(part.startswith("_") for part in value.__module__.split(".")), name
+            assert getattr(importlib.import_module(value.__module__), name) is value, name
 
 
-@pytest.mark.parametrize(("name", "module"), sorted(MOVED.items()))
-def test_a_name_that_left_the_root_resolves_with_a_warning(name: str, module: str) -> None:
-    assert name not in pi_ask_sdk.__all__
-    expected = rf"pi_ask_sdk\.{name} is deprecated: import it from {module}\b"
-    with pytest.warns(DeprecationWarning, match=expected) as seen:
-        value = getattr(pi_ask_sdk, name)
-    assert [w.filename for w in seen] == [__file__]  # the line that used it
-    target = importlib.import_module(module)
-    assert name in target.__all__
-    assert value is getattr(target, name)
+@pytest.mark.parametrize(("name", "module"), sorted(ELSEWHERE.items()))
+def test_a_name_of_another_module_is_not_in_the_root(name: str, module: str) -> None:
+    assert name in importlib.import_module(module).__all__
+    assert not hasattr(pi_ask_sdk, name)
+    with pytest.raises(ImportError):
+        exec(f"from pi_ask_sdk import {name}", {})
 
 
-def test_from_import_of_a_moved_name_warns_at_the_importing_line() -> None:
-    with pytest.warns(DeprecationWarning, match="MemoryTransport is deprecated") as seen:
-        from pi_ask_sdk import MemoryTransport  # type: ignore[attr-defined]
-    # one warning: the import system's probe of the package for a submodule of that name
-    # (hasattr) does not warn too
-    assert [w.filename for w in seen] == [__file__]
-    from pi_ask_sdk.transports import MemoryTransport as here
-
-    assert MemoryTransport is here
-
-
-def test_the_deprecation_table_is_what_this_test_lists() -> None:
-    moved = pi_ask_sdk._MOVED  # (the table the root's __getattr__ reads)
-    assert moved == MOVED
+@pytest.mark.parametrize(
+    "module", ["pi_ask_sdk.standin", "pi_ask_sdk.realpi", "pi_ask_sdk.pytest_plugin"]
+)
+def test_the_tooling_is_only_under_testing(module: str) -> None:
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module(module)

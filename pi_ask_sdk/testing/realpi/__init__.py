@@ -24,6 +24,7 @@ Modules: ``_cache`` (the install cache: npm, manifest, verification; standard li
 
 from __future__ import annotations
 
+from pi_ask_sdk._faces import publish
 from pi_ask_sdk.testing.errors import PiFailed, PiInstallProblem, PiNotInstalled, UnknownFlow
 
 from ._install import Flavour, PiEnv, default_cache_dir, install_pi, locate_pi
@@ -60,3 +61,5 @@ __all__ = [
     "running_pi",
     "single_question",
 ]
+
+publish(__name__, __all__, globals())

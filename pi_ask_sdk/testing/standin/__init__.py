@@ -64,6 +64,7 @@ Modules: ``_link`` (the socket variable, JSON lines, trust checks), ``_session``
 
 from __future__ import annotations
 
+from pi_ask_sdk._faces import publish
 from pi_ask_sdk.testing.errors import StandinError, StandinInUse, StandinPathTooLong
 
 from ._link import ENV_SOCKET, ENV_TIMEOUT, standin_extension_path
@@ -84,3 +85,5 @@ __all__ = [
     "running_standin",
     "standin_extension_path",
 ]
+
+publish(__name__, __all__, globals())
