@@ -87,7 +87,7 @@ from .results import ELABORATION_INSTRUCTION, build_result
 
 UNSET = _UNSET
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "ANSWER_MESSAGE",

@@ -93,7 +93,7 @@ from .sync import (
     SyncClientStream,
 )
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "DEFAULT_TIMEOUT",
