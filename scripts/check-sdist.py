@@ -1,19 +1,20 @@
-"""Build the sdist and wheel from a clean clone, and prove the sdist stands on its own (tox env
-``sdist``).
+"""Build the sdist and wheel from a clean clone, check them as an index would, and prove the
+sdist stands on its own (tox env ``sdist``).
 
 1. The files git tracks (and new ones it does not ignore) are copied into a temporary
    directory with no ``../shared`` beside it: what a clean clone holds. ``python -m build``
    makes the sdist there, and the wheel from that sdist.
-2. The wheel must carry LICENSE, the guides (``pi_ask_sdk/docs``) and the long description
-   (PYPI.md, starting with ``pip install pi-ask-sdk``); the sdist LICENSE and the spec
-   examples (``spec/examples.json``).
+2. ``twine check --strict`` passes both (the metadata and the long description render); the
+   long description is PYPI.md, starting with ``pip install pi-ask-sdk``; the sdist carries
+   LICENSE, CHANGELOG.md and the spec examples (``spec/examples.json``).
 3. The sdist is unpacked where no ``../shared/spec`` exists, installed (with its ``test``
    extra) into this environment, and its fast test suite is run from the unpacked tree with
-   ``PI_ASK_SPEC_DIR`` unset: the tests must find the spec the sdist carries.
+   ``PI_ASK_SPEC_DIR`` unset (the tests must find the spec the sdist carries) and
+   ``PI_ASK_WHEEL`` naming the wheel: ``tests/test_release.py`` lists what it must hold, exactly.
 4. The installed command answers ``pi-ask --version`` and ``pi-ask docs relay``.
 
-Run: ``tox -e sdist``, or ``python scripts/check-sdist.py`` in a venv that has ``build``.
-Exit status 0 when everything held, 1 otherwise.
+Run: ``tox -e sdist``, or ``python scripts/check-sdist.py`` in a venv that has ``build`` and
+``twine``. Exit status 0 when everything held, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -79,18 +80,17 @@ def main() -> int:
         run(sys.executable, "-m", "build", "--outdir", str(dist), str(clone), cwd=clone)
         [sdist] = dist.glob("*.tar.gz")
         [wheel] = dist.glob("*.whl")
+        run(sys.executable, "-m", "twine", "check", "--strict", str(sdist), str(wheel), cwd=work)
         with zipfile.ZipFile(wheel) as archive:
             names = archive.namelist()
             [meta] = [name for name in names if name.endswith(".dist-info/METADATA")]
             description = archive.read(meta).decode().split("\n\n", 1)[1]
-        expect(names, ".dist-info/licenses/LICENSE", "wheel")
-        for guide in ("bridges.md", "relay.md", "real-pi.md", "protocol-decisions.md"):
-            expect(names, f"pi_ask_sdk/docs/{guide}", "wheel")
         if "pip install pi-ask-sdk" not in description.split("```", 2)[1]:
             raise SystemExit("check-sdist: the long description does not start with pip install")
         with tarfile.open(sdist) as archive:
             members = archive.getnames()
             expect(members, "/LICENSE", "sdist")
+            expect(members, "/CHANGELOG.md", "sdist")
             expect(members, "/spec/examples.json", "sdist")
             unpacked = work / "unpacked"
             if hasattr(tarfile, "data_filter"):  # 3.10.12+, 3.11.4+: refuse odd members
@@ -100,6 +100,7 @@ def main() -> int:
         [tree] = unpacked.iterdir()
         assert not (tree.parent / "shared").exists()
         env = {key: value for key, value in os.environ.items() if key != "PI_ASK_SPEC_DIR"}
+        env["PI_ASK_WHEEL"] = str(wheel)
         run(sys.executable, "-m", "pip", "install", "-q", f"{sdist}[test]", cwd=work)
         run(
             sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *FAST, cwd=tree, env=env
