@@ -13,6 +13,7 @@ from typing import Final, Literal, TypeAlias, TypeGuard, TypeVar, final
 
 import msgspec
 
+from ._clean import clean_text, is_plain
 from .js import is_blank, js_object, js_ordered_keys
 from .protocol import (
     AskOption,
@@ -354,16 +355,20 @@ def check_answer_response(
                 keys = js_ordered_keys(answers)  # JavaScript puts array-index keys first
                 break
     for key in keys:
-        index = questions.get(key) if isinstance(key, str) else None
+        qid = key
+        index = questions.get(qid) if isinstance(qid, str) else None
+        if index is None and isinstance(qid, str) and not is_plain(qid):
+            qid = clean_text(qid)  # compared as valid text, as the form's ids are
+            index = questions.get(qid)
         if index is None:
             return AnswerProblem(
-                f'Unknown question id "{key}"; this form has {form._known_questions()}.',
+                f'Unknown question id "{qid}"; this form has {form._known_questions()}.',
                 "unknown_question",
             )
-        answer = check_answer(key, answers[key], index)
+        answer = check_answer(qid, answers[key], index)
         if type(answer) is AnswerProblem:
             return answer
-        accepted[key] = answer
+        accepted[qid] = answer
     return AcceptedResponse(mode, accepted)
 
 
@@ -528,8 +533,13 @@ def check_selections(
     (``unknown_value``); the selections with their labels and 1-based positions."""
     options = index.options
     selections = []
+    cleaned = False
     for value in values:
         found = options.get(value)
+        if found is None and not is_plain(value):
+            value = clean_text(value)  # compared as valid text, as the form's values are
+            found = options.get(value)
+            cleaned = True
         if found is None:
             return AnswerProblem(
                 f'Unknown option value "{value}" for question "{qid}"; send one of its option '
@@ -537,6 +547,12 @@ def check_selections(
                 "unknown_value",
             )
         selections.append(Selection(value, found[0], found[1]))
+    if cleaned and len({selection.value for selection in selections}) != len(selections):
+        # Values told apart only by text that is not valid are one value (P2).
+        shown = _show([selection.value for selection in selections])
+        return AnswerProblem(
+            f'values for question "{qid}" must be unique, got {shown}.', "duplicate_value"
+        )
     return tuple(selections)
 
 
@@ -552,10 +568,13 @@ def check_option_notes(
         text = notes[key]
         if not isinstance(text, str) or is_blank(text):
             continue
-        if not isinstance(key, str) or key not in options:
+        value: object = key
+        if isinstance(key, str) and key not in options and not is_plain(key):
+            value = clean_text(key)  # compared as valid text, as the form's values are
+        if not isinstance(value, str) or value not in options:
             return AnswerProblem(
-                f'optionNotes for question "{qid}" name unknown option value "{key}".',
+                f'optionNotes for question "{qid}" name unknown option value "{value}".',
                 "unknown_option_note",
             )
-        kept.append((key, text))
+        kept.append((value, text))
     return js_object(kept)

@@ -11,6 +11,7 @@ from typing import Literal
 import msgspec
 from msgspec import UNSET, structs
 
+from ._clean import ENCODER, clean_copy, clean_text, is_plain, valid_struct
 from .answers import (
     AcceptedAnswer,
     AcceptedResponse,
@@ -35,7 +36,6 @@ from .protocol import (
     ResultMode,
     StartedEvent,
     SubmitAck,
-    SubmitErrorCode,
     SubmitRejection,
     SubmitResultEvent,
 )
@@ -51,51 +51,7 @@ FlowState = Literal["open", "completed", "disposed"]
 """A flow's state: open, completed (``completed`` emitted) or disposed (ended without it)."""
 
 _BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
-_ENCODER = msgspec.json.Encoder()
-
-
-class _TooDeep(Exception):
-    """Input nested beyond Python's recursion limit (refused, never raised to a caller)."""
-
-
-def _clean_json(value: object) -> tuple[object, bool]:
-    """``value`` with lone surrogates in its strings replaced by U+FFFD (a pair of surrogates
-    becomes the character it encodes), so that everything the host emits is valid UTF-8, as
-    the relay's decoder does for Pi's ``"\\ud83d"`` escapes; and whether it is known to encode
-    as JSON (then so does every result built from it, and the host need not encode a result to
-    know it can be recorded). Raises ``_TooDeep``.
-
-    The fast path is one encode: it fails only on a lone surrogate, on too deep a value, or on
-    what msgspec does not encode: another Mapping than a dict (a ``MappingProxyType``, say), or
-    a Python object. Those take the slow path too: their text is cleaned all the same (Mappings
-    become dicts; the rules refuse whatever object is left).
-    """
-    if _json(value):
-        return value, True
-    try:
-        return _scrub(value), False  # the rest of it is unchecked
-    except RecursionError:
-        raise _TooDeep from None
-    except Exception:  # a Mapping that cannot be read, say: the rules refuse it as it is
-        return value, False
-
-
-def _utf8(text: str) -> str:
-    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-
-
-def _scrub(value: object) -> object:
-    if isinstance(value, str):
-        return _utf8(value)
-    if isinstance(value, msgspec.Struct):
-        value = msgspec.to_builtins(value)
-    if isinstance(value, Mapping):
-        return {_scrub(k): _scrub(v) for k, v in value.items()}
-    if isinstance(value, tuple):  # kept a tuple: cleaning must not make it pass for an array
-        return tuple([_scrub(item) for item in value])
-    if isinstance(value, list):
-        return [_scrub(item) for item in value]
-    return value
+_TOO_DEEP = "The value is nested more deeply than Python's recursion limit allows."
 
 
 def _epoch_ms() -> int:
@@ -251,10 +207,6 @@ class FlowHandle:
                 would send), or the flow is not open (``flow_not_found``).
         """
         raw = msgspec.to_builtins(response) if isinstance(response, msgspec.Struct) else response
-        try:
-            raw, verified = _clean_json(raw)
-        except _TooDeep:
-            raise SubmitRefused("invalid_request", _TOO_DEEP) from None
         if self._state != "open":
             raise SubmitRefused("flow_not_found", f'Flow "{self.flow_id}" is {self._state}.')
         if not isinstance(raw, Mapping) or raw.get("kind") not in ("answer", "cancel"):
@@ -264,10 +216,8 @@ class FlowHandle:
             )
         if raw.get("kind") == "cancel":
             return self.cancel()
-        decision = check_answer_response(raw, self._index)
-        if isinstance(decision, AnswerProblem):
-            raise SubmitRefused("invalid_answer", decision.message)
-        return self._finish(decision, verified=verified)
+        decision = self._checked(raw)
+        return self._finish(*valid_struct(decision))
 
     def answer(self, answers: object, *, mode: ResultMode = "submit") -> AskResult:
         """``complete`` with an answer response: ``answers`` maps question ids to answers.
@@ -289,7 +239,7 @@ class FlowHandle:
         """
         if self._state != "open":
             raise SubmitRefused("flow_not_found", f'Flow "{self.flow_id}" is {self._state}.')
-        return self._finish(None, verified=self._local_verified)
+        return self._finish(None)
 
     def set_local_answers(self, answers: object) -> None:
         """Replace the answers typed in the host's own UI (not a completion).
@@ -300,15 +250,19 @@ class FlowHandle:
         Raises:
             SubmitRefused: ``answers`` breaks a rule (``invalid_answer``).
         """
-        try:
-            answers, verified = _clean_json(answers)
-        except _TooDeep:
-            raise SubmitRefused("invalid_answer", _TOO_DEEP) from None
-        decision = check_answer_response({"kind": "answer", "answers": answers}, self._index)
-        if isinstance(decision, AnswerProblem):
-            raise SubmitRefused("invalid_answer", decision.message)
+        decision, verified = valid_struct(self._checked({"kind": "answer", "answers": answers}))
         self._local = dict(decision.answers)
         self._local_verified = verified
+
+    def _checked(self, response: Mapping[str, object]) -> AcceptedResponse:
+        """The rules' verdict on an answer response given here (not by a submit)."""
+        try:
+            decision = check_answer_response(response, self._index)
+        except RecursionError:
+            raise SubmitRefused("invalid_answer", _TOO_DEEP) from None
+        if type(decision) is AnswerProblem:
+            raise SubmitRefused("invalid_answer", decision.message)
+        return decision
 
     def abort(self) -> AskResult:
         """Pi aborted the operation while the form is open: the flow completes as cancelled,
@@ -328,12 +282,13 @@ class FlowHandle:
         self._host._forget(self)
         self._run_callbacks()
 
-    def _finish(self, accepted: AcceptedResponse | None, *, verified: bool) -> AskResult:
+    def _finish(self, accepted: AcceptedResponse | None, verified: bool = True) -> AskResult:
         """Complete once: leave the active set first, then emit ``completed`` (spec §3.4).
 
-        The result is built (and, unless its input is ``verified`` JSON, encoded) before any
-        state changes: if that fails, the flow is still open and the caller can refuse the
-        submit.
+        ``accepted`` is the answer (``None``: a cancel, reporting the local answers), and
+        ``verified`` whether it was read from input proven to encode as JSON. The result is
+        built (and, unless everything it is built from was proven so, encoded) before any state
+        changes: if that fails, the flow is still open and the caller can refuse the submit.
         """
         if accepted is None:
             outcome: tuple[Mapping[str, AcceptedAnswer], ResultMode, bool] = (
@@ -341,11 +296,12 @@ class FlowHandle:
                 "submit",
                 True,
             )
+            verified = self._local_verified
         else:
             outcome = (accepted.answers, accepted.mode, False)
         result = build_result(self.form, outcome[0], mode=outcome[1], cancelled=outcome[2])
         if not (verified and self._form_verified):
-            _ENCODER.encode(result)
+            ENCODER.encode(result)
         self._state = "completed"
         self._outcome = outcome
         self._host._forget(self)
@@ -457,11 +413,11 @@ class FlowHost:
         if self._unsubscribe is None:
             raise HostClosed("this FlowHost was closed (session shutdown); open a new one")
         try:
-            params, verified = _clean_json(params)
+            params, verified = clean_copy(params)
             form, index = parse_form_indexed(
                 params, present_single_as_multi=self._present_single_as_multi, cwd=self._cwd
             )
-        except (_TooDeep, RecursionError):
+        except RecursionError:
             raise InvalidForm("schema_error", (Issue(path="$", message=_TOO_DEEP),), None) from None
         flow_id = f"tool:{tool_call_id}" if tool_call_id else _random_flow_id(self._clock())
         self._serial += 1
@@ -502,29 +458,22 @@ class FlowHost:
         Args:
             data: The ``submit`` payload as emitted: decoded JSON, or a ``SubmitEvent``.
         """
-        self._bus.emit(SUBMIT_RESULT, self._judge(data, False))
+        self._bus.emit(SUBMIT_RESULT, self.resolve_submit(data))
 
     def resolve_submit(self, data: object) -> SubmitResultEvent:
         """Apply one submit and return its acknowledgement (``completed`` is emitted here).
 
-        Never raises. The submit is judged as it is given; when something it would emit (an
-        echoed id, a message, an accepted text) is not valid UTF-8 text (a lone surrogate, or a
-        ``str`` subclass from a Python caller), it is judged again on a cleaned copy: lone
+        Never raises. The submit is judged once, as it is given; where a rule compares its text
+        with the form's (the flow id, a question id, an option value) a text that is not valid
+        UTF-8 text is compared as its cleaned copy, and what is emitted is valid text: lone
         surrogates become U+FFFD and a surrogate pair the character it encodes, as the relay
-        decodes Pi's ``"\\ud83d"`` escapes. Only what the rules read matters: a value nested
-        too deeply in a key the rules ignore is ignored, as the reference ignores it, and one
-        where they read it is refused for its type. A flow whose result cannot be built stays
-        open and the submit is refused.
+        decodes Pi's ``"\\ud83d"`` escapes, and a ``str`` subclass becomes a plain ``str``. Only
+        what the rules read matters: a value nested too deeply in a key the rules ignore is
+        ignored, as the reference ignores it, and one where they read it is refused for its
+        type. A flow whose result cannot be built stays open and the submit is refused.
 
         Args:
             data: The ``submit`` payload as emitted: decoded JSON, or a ``SubmitEvent``.
-        """
-        return self._judge(data, False)
-
-    def _judge(self, data: object, cleaned: bool) -> SubmitResultEvent:
-        """``resolve_submit``'s verdict on ``data`` (applied when accepted); when ``data`` is
-        not ``cleaned`` and the verdict would emit text that does not encode, nothing is
-        applied and a cleaned copy is judged instead.
         """
         if not isinstance(data, dict) and isinstance(data, msgspec.Struct):
             try:
@@ -533,75 +482,52 @@ class FlowHost:
                 data = None
         try:
             checked = check_envelope(data)  # parse_envelope's checks, as the host takes them
-            if isinstance(checked, tuple):  # (isinstance on a Struct class fails slowly)
-                rid, fid, kind, response = checked
+            if not isinstance(checked, tuple):  # its own refusal
+                return _emitted(checked)
+            rid, fid, kind, response = checked
+            handle = self._active.get(fid)
+            if handle is None and not is_plain(fid):
+                fid = clean_text(fid)  # looked up as valid text, as flow ids are
                 handle = self._active.get(fid)
-                if handle is None:
-                    error: SubmitErrorCode = "flow_not_found"
-                    message = (
-                        f'No ask flow "{fid}" is active: it never started, already completed, '
-                        "or was closed."
-                    )
-                else:
-                    decision = (
-                        None if kind == "cancel" else check_answer_response(response, handle._index)
-                    )
-                    if type(decision) is not AnswerProblem:
-                        return self._accept(data, cleaned, rid, handle, decision)
-                    error, message = "invalid_answer", decision.message
-                rejection = SubmitRejection(
-                    request_id=rid, flow_id=fid, error=error, message=message
+            if handle is None:
+                message = (
+                    f'No ask flow "{fid}" is active: it never started, already completed, or '
+                    "was closed."
                 )
-            else:  # the envelope's own refusal
-                rejection = checked
-                rid, fid, message = rejection.request_id, rejection.flow_id, rejection.message
-            # What is emitted: the echoed ids and the message must be text that encodes. Plain
-            # ASCII, the common case, is told inline: three _is_plain calls are a measurable
-            # share of a refused submit (bench/README.md).
-            if (
-                type(rid) is str
-                and type(fid) is str
-                and rid.isascii()
-                and fid.isascii()
-                and message.isascii()
-            ) or (_is_plain(rid) and _is_plain(fid) and _is_plain(message)):
-                return rejection
-            if not cleaned:
-                return self._judge(_clean_json(data)[0], True)
-            return _refusal(rid, fid, rejection.error, message)
-        except (_TooDeep, RecursionError):
+                return _emitted(
+                    SubmitRejection(
+                        request_id=rid, flow_id=fid, error="flow_not_found", message=message
+                    )
+                )
+            if kind == "cancel":
+                return self._accept(rid, handle, None)
+            decision = check_answer_response(response, handle._index)
+            if type(decision) is not AnswerProblem:
+                return self._accept(rid, handle, decision)
+            rejection = SubmitRejection(
+                request_id=rid, flow_id=fid, error="invalid_answer", message=decision.message
+            )
+        except RecursionError:
             return _too_deep(data)
+        return _emitted(rejection)
 
     def _accept(
-        self,
-        data: object,
-        cleaned: bool,
-        rid: str,
-        handle: FlowHandle,
-        decision: AcceptedResponse | None,
+        self, rid: str, handle: FlowHandle, decision: AcceptedResponse | None
     ) -> SubmitResultEvent:
-        """``_judge``'s verdict on a submit its rules accept (``decision``; ``None``: a cancel)."""
-        # What is emitted now: the echoed request id (the flow id is the active flow's own), and
-        # the accepted texts. One encode of the whole submit is the cheap proof for the common
-        # clean case; when it fails (odd text, or a key the rules ignore holding something deep
-        # or not JSON), the texts used are checked one by one.
-        if not (
-            cleaned
-            or (
-                _is_plain(rid)
-                and (decision is None or _json(data) or _plain_texts(decision.answers))
-            )
-        ):
-            return self._judge(_clean_json(data)[0], True)
+        """``resolve_submit``'s verdict on a submit its rules accept (``decision``; ``None``: a
+        cancel), applied, its texts cleaned where they are not valid."""
+        if not is_plain(rid):
+            rid = clean_text(rid)
         try:
-            # A cleaned copy's result is encoded to be sure (what is left of it is unchecked).
-            handle._finish(decision, verified=not cleaned)
+            if decision is None:
+                handle._finish(None)
+            else:
+                handle._finish(*valid_struct(decision))
         except (TypeError, ValueError, OverflowError) as exc:  # cannot encode
-            return _refusal(
-                rid, handle.flow_id, "invalid_answer", f"The answer cannot be recorded: {exc}."
+            message = clean_text(f"The answer cannot be recorded: {exc}.")
+            return SubmitRejection(
+                request_id=rid, flow_id=handle.flow_id, error="invalid_answer", message=message
             )
-        if cleaned and not _is_plain(rid):
-            rid = _utf8(str(rid))  # a copy that could not be cleaned
         # The active flow's own id: the submitted one is equal, but may be a str subclass.
         return SubmitAck(request_id=rid, flow_id=handle.flow_id)
 
@@ -652,16 +578,13 @@ class FlowHost:
         self._bus.emit(COMPLETED, event)
 
 
-_TOO_DEEP = "The value is nested more deeply than Python's recursion limit allows."
-
-
 def _too_deep(data: object) -> SubmitRejection:
     """``invalid_request`` for a submit nested too deeply, echoing its ids when it has them."""
     rid = fid = ""
     if isinstance(data, Mapping):
         request_id, flow_id = data.get("requestId"), data.get("flowId")
-        rid = _utf8(request_id) if isinstance(request_id, str) else ""
-        fid = _utf8(flow_id) if isinstance(flow_id, str) else ""
+        rid = clean_text(request_id) if isinstance(request_id, str) else ""
+        fid = clean_text(flow_id) if isinstance(flow_id, str) else ""
     return SubmitRejection(
         request_id=rid,
         flow_id=fid,
@@ -670,52 +593,19 @@ def _too_deep(data: object) -> SubmitRejection:
     )
 
 
-def _is_plain(text: object) -> bool:
-    """Whether ``text`` is a plain ``str`` (msgspec does not encode a subclass) that is valid
-    UTF-8 text (holds no lone surrogate)."""
-    if type(text) is not str:
-        return False
-    if text.isascii():
-        return True
-    try:
-        text.encode()
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _json(value: object) -> bool:
-    """Whether ``value`` encodes as JSON as it is (plain types and text, not too deep)."""
-    try:
-        _ENCODER.encode(value)
-    except Exception:  # a RecursionError, a lone surrogate, a str subclass, ...
-        return False
-    return True
-
-
-def _plain_texts(answers: Mapping[str, AcceptedAnswer]) -> bool:
-    """Whether every text of accepted ``answers`` is a plain ``str`` that encodes: their values,
-    note keys and question ids equal the form's own (clean) ones; custom texts and notes are
-    the bridge's own."""
-    for qid, answer in answers.items():
-        if type(qid) is not str:
-            return False
-        for selection in answer.selections:
-            if type(selection.value) is not str:
-                return False
-        for text in (answer.custom_text, answer.note):
-            if text is not None and not _is_plain(text):
-                return False
-        for key, text in answer.option_notes.items():
-            if type(key) is not str or not _is_plain(text):
-                return False
-    return True
-
-
-def _refusal(rid: str, fid: str, error: SubmitErrorCode, message: str) -> SubmitRejection:
-    """The rejection, its texts cleaned where they still do not encode (on a cleaned copy: a
-    class name holding a surrogate, say; or a result that cannot be recorded)."""
-    texts = (rid, fid, message)
-    if not all(_is_plain(text) for text in texts):
-        rid, fid, message = (_utf8(str(text)) for text in texts)
-    return SubmitRejection(request_id=rid, flow_id=fid, error=error, message=message)
+def _emitted(rejection: SubmitRejection) -> SubmitRejection:
+    """``rejection`` as it is emitted: its texts cleaned where they are not valid text (its ids
+    are the submit's own, and its message may quote submitted text)."""
+    rid, fid, message = rejection.request_id, rejection.flow_id, rejection.message
+    if (
+        type(rid) is str
+        and type(fid) is str
+        and rid.isascii()
+        and fid.isascii()
+        and message.isascii()
+    ):
+        return rejection  # (ASCII text is valid; is_plain tells the rest)
+    if is_plain(rid) and is_plain(fid) and is_plain(message):
+        return rejection
+    rid, fid, message = (clean_text(str(text)) for text in (rid, fid, message))
+    return SubmitRejection(request_id=rid, flow_id=fid, error=rejection.error, message=message)

@@ -298,15 +298,31 @@ def test_a_deep_value_in_a_key_the_rules_ignore_does_not_stop_a_valid_answer() -
     assert handle.state == "completed"
 
 
-def test_a_submit_to_clean_that_is_too_deep_to_clean_is_refused_as_too_deep() -> None:
-    # A lone surrogate in an echoed id means judging a cleaned copy; one too deep to copy is
-    # refused as invalid_request, its ids cleaned, and the flow stays open.
+def test_a_lone_surrogate_in_an_id_beside_a_deep_ignored_value_is_echoed_cleaned() -> None:
+    # The ids are cleaned as they are echoed: the deep value the rules ignore is never copied.
     host, events = _host()
+    handle = host.get(FLOW)
+    assert handle is not None
     host.bus.emit(SUBMIT, {**_submit({}), "requestId": "r\ud800", "extra": nested(TOO_DEEP, 1)})
     (result,) = [d for c, d in events if c == SUBMIT_RESULT]
-    assert isinstance(result, SubmitRejection)
-    assert (result.error, result.request_id) == ("invalid_request", "r\ufffd")
-    assert host.get(FLOW) is not None
+    assert isinstance(result, SubmitAck)
+    assert result.request_id == "r\ufffd"
+    assert handle.state == "completed"
+
+
+def test_a_text_to_clean_beside_a_deep_ignored_value_is_recorded_cleaned() -> None:
+    # Nothing is copied to clean it: the accepted text is cleaned as it is recorded.
+    host, events = _host()
+    handle = host.get(FLOW)
+    assert handle is not None
+    answer = {"goal": {"customText": "go \ud800"}}
+    response = {"kind": "answer", "answers": answer, "extra": nested(TOO_DEEP, 1)}
+    host.bus.emit(SUBMIT, {**_submit({}), "requestId": "r\ud800", "response": response})
+    (result,) = [d for c, d in events if c == SUBMIT_RESULT]
+    assert isinstance(result, SubmitAck)
+    assert result.request_id == "r\ufffd"
+    assert handle.result is not None
+    assert msgspec.to_builtins(handle.result)["answers"]["goal"]["customText"] == "go \ufffd"
 
 
 def test_form_nested_beyond_the_recursion_limit_is_an_invalid_form() -> None:
@@ -389,3 +405,51 @@ def test_a_mapping_that_cannot_be_read_whole_is_still_answered() -> None:
     assert isinstance(result, SubmitRejection)
     assert (result.error, result.request_id) == ("invalid_answer", "r\ufffd")
     assert host.get(FLOW) is not None
+
+
+# --- text that is not valid is compared as its cleaned copy --------------------------------------
+
+PAIR = "\ud83d\ude00"  # a surrogate pair kept as two code points (a Python literal of JS text)
+EMOJI = "\U0001f600"
+
+
+def _emoji_host() -> tuple[FlowHost, list[tuple[str, Any]]]:
+    bus = LocalEventBus()
+    events: list[tuple[str, Any]] = []
+
+    def recorder(channel: str) -> Callable[[object], None]:
+        return lambda data: events.append((channel, data))
+
+    for channel in (COMPLETED, SUBMIT_RESULT):
+        bus.on(channel, recorder(channel))
+    host = FlowHost(bus)
+    option = {"value": EMOJI, "label": "Smile"}
+    questions = [{"id": f"q{EMOJI}", "prompt": "p", "type": "multi", "options": [option]}]
+    host.start({"questions": questions}, tool_call_id=EMOJI)
+    return host, events
+
+
+def _emoji_submit(answer: object, flow_id: str = f"tool:{EMOJI}") -> dict[str, object]:
+    response = {"kind": "answer", "answers": answer}
+    return {"version": 1, "requestId": "r", "flowId": flow_id, "response": response}
+
+
+def test_a_pair_kept_as_two_code_points_matches_the_flow_question_and_option() -> None:
+    host, events = _emoji_host()
+    answer = {f"q{PAIR}": {"values": [PAIR], "optionNotes": {PAIR: "why"}}}
+    host.bus.emit(SUBMIT, _emoji_submit(answer, flow_id=f"tool:{PAIR}"))
+    assert [c for c, _ in events] == [COMPLETED, SUBMIT_RESULT]
+    assert isinstance(events[1][1], SubmitAck)
+    result = msgspec.to_builtins(events[0][1])["result"]
+    assert result["answers"][f"q{EMOJI}"]["values"] == [EMOJI]
+    assert result["answers"][f"q{EMOJI}"]["optionNotes"] == {EMOJI: "why"}
+
+
+def test_values_told_apart_only_by_text_that_is_not_valid_are_one_value() -> None:
+    host, events = _emoji_host()
+    host.bus.emit(SUBMIT, _emoji_submit({f"q{EMOJI}": {"values": [PAIR, EMOJI]}}))
+    (result,) = [d for c, d in events if c == SUBMIT_RESULT]
+    assert isinstance(result, SubmitRejection)
+    assert result.error == "invalid_answer"
+    assert "must be unique" in result.message
+    assert host.get(f"tool:{EMOJI}") is not None

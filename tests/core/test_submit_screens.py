@@ -88,8 +88,11 @@ def test_a_well_formed_dict_subclass_submit_is_accepted_like_the_dict() -> None:
 
 
 def test_the_encode_check_answers_as_encode_does() -> None:
-    from pi_ask_core import host
+    from pi_ask_core._clean import clean_copy
 
-    assert host._json({"a": ["x", 1, True, None]})
-    assert not host._json({"a": "\ud83d"})  # a lone surrogate
-    assert not host._json({"a": object()})
+    value = {"a": ["x", 1, True, None]}
+    assert clean_copy(value) == (value, True)
+    assert clean_copy(value)[0] is value  # proven clean: no copy
+    assert clean_copy({"a": "\ud83d"}) == ({"a": "\ufffd"}, False)  # a lone surrogate
+    thing = object()
+    assert clean_copy({"a": thing}) == ({"a": thing}, False)
