@@ -72,9 +72,8 @@ _Key = TypeVar("_Key", bound=str)
 
 
 # SubmitError and AnswerProblem are final: the checks' results are told apart with
-# ``type(x) is AnswerProblem``. (``isinstance`` against a Struct class goes through its
-# metaclass's ``__instancecheck__``, several times slower when it fails, as it does for every
-# valid answer.)
+# ``type(x) is AnswerProblem``, an exact test that no subclass can defeat and that does not go
+# through the Struct metaclass's ``__instancecheck__`` for every valid answer.
 
 
 @final
@@ -198,8 +197,8 @@ class FormIndex:
 
 
 # What each exact JSON value type is called in messages. These types are never Mappings, so
-# is_json_object answers for them without isinstance(value, Mapping): an ABC check costs as much
-# as the rest of refusing a malformed submit.
+# is_json_object answers for them by their exact type and keeps the ABC check
+# (isinstance(value, Mapping)) for the other objects a Python caller may pass.
 _KINDS: Final[dict[type, str]] = {
     type(None): "null",
     bool: "a boolean",
@@ -213,7 +212,7 @@ _KINDS: Final[dict[type, str]] = {
 
 
 def is_json_object(value: object) -> TypeGuard[Mapping[str, object]]:
-    """A JSON object: a dict (the fast, common case) or any other Mapping."""
+    """A JSON object: a dict (what a JSON decoder gives) or any other Mapping."""
     kind = type(value)
     if kind is dict:
         return True
@@ -223,7 +222,7 @@ def is_json_object(value: object) -> TypeGuard[Mapping[str, object]]:
 
 
 def _all_strings(items: Iterable[object]) -> bool:
-    # A plain loop: measurably faster than all() over a generator on this hot path.
+    # A plain loop: it stops at the first item that is not a string, with no generator to make.
     for item in items:  # noqa: SIM110
         if type(item) is not str and not isinstance(item, str):
             return False
@@ -291,8 +290,8 @@ def check_envelope(data: object) -> CheckedEnvelope | SubmitRejection:
     """``parse_envelope`` as the host takes it: a plain tuple (request id, flow id, kind,
     response), or the ``submit-result`` refusing it (no ``Envelope`` or ``SubmitError`` made
     and freed on the way)."""
-    # ``type(...) is dict or``: the exact dict a JSON decoder gives needs no call (a call costs
-    # as much as a check here); anything else is ``is_json_object``'s to decide.
+    # ``type(...) is dict or``: the exact dict a JSON decoder gives is an object at once;
+    # anything else is ``is_json_object``'s to decide.
     if not (type(data) is dict or is_json_object(data)):
         return SubmitRejection(
             request_id="",
@@ -300,8 +299,8 @@ def check_envelope(data: object) -> CheckedEnvelope | SubmitRejection:
             error="invalid_request",
             message=f"A submit must be a JSON object, not {_kind_of(data)}.",
         )
-    # ``data.get(...)`` each time: a bound ``get = data.get`` is a method object, allocated
-    # and freed per call, that costs more than the attribute lookups it saves.
+    # ``data.get(...)`` each time rather than a bound ``get = data.get``: that would be a
+    # method object made and freed on every submit, to save a few attribute lookups.
     request_id, flow_id = data.get("requestId"), data.get("flowId")
     version = data.get("version", _ABSENT)
     rid = request_id if isinstance(request_id, str) else ""

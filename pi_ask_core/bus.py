@@ -71,7 +71,8 @@ class LocalEventBus:
 
 
 def _log_handler_error(channel: str, handler: Handler) -> None:
-    # logging is imported here, not at module import: it costs more than the rest of the core.
+    # logging is imported here, not at module import: only a failing handler needs it, and
+    # ``import pi_ask_core`` stays light (its import time is a bench/core.py target).
     import logging
 
     logging.getLogger("pi_ask_core.bus").exception(

@@ -64,8 +64,8 @@ _JSON_TEXT: Final = (bytes, bytearray, memoryview, msgspec.Raw)
 
 
 class _Decoders:
-    """The JSON decoders, made on first use: building them costs milliseconds at import, and
-    an in-process bridge never decodes JSON text."""
+    """The JSON decoders, made on first use rather than at import: an in-process bridge never
+    decodes JSON text, and ``import pi_ask_core`` stays light."""
 
     __slots__ = ("ack", "completed", "rejection", "started", "submit")
 

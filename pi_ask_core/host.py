@@ -60,7 +60,7 @@ def _epoch_ms() -> int:
 
 def _random_flow_id(now_ms: int) -> str:
     # Like JavaScript's Math.random().toString(36).slice(2): about eleven base-36 digits.
-    # (os.urandom rather than the random module, which costs more to import than it is worth.)
+    # (os.urandom: eight random bytes are all it needs, without importing the random module.)
     number = int.from_bytes(os.urandom(8), "big")
     digits = []
     for _ in range(11):
