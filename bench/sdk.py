@@ -43,7 +43,6 @@ from pi_ask_core import (
     STARTED,
     SUBMIT,
     SUBMIT_RESULT,
-    AskQuestion,
     CompletedEvent,
     FlowHost,
     LocalEventBus,
@@ -51,6 +50,7 @@ from pi_ask_core import (
     SubmitAck,
     SubmitRejection,
 )
+from pi_ask_core.protocol import AskQuestion
 from pi_ask_sdk import Answer, AnswerBuilder, BridgeClient, FlowView, SubmitAccepted
 from pi_ask_sdk.transports import MemoryTransport
 

@@ -21,6 +21,7 @@ from threading import get_ident
 from types import MappingProxyType, TracebackType
 from typing import Final, Literal, TypeVar, cast
 
+from msgspec import UNSET
 from typing_extensions import Self
 
 from pi_ask_core import (
@@ -28,15 +29,14 @@ from pi_ask_core import (
     STARTED,
     SUBMIT,
     SUBMIT_RESULT,
-    UNSET,
     CompletedEvent,
-    DecodedEvent,
     Skipped,
     StartedEvent,
     SubmitAck,
     SubmitEvent,
     decode_event,
 )
+from pi_ask_core.events import DecodedEvent
 
 from ._pending import SubmitBook
 from ._streams import ClientStream, StreamEnd, StreamSet

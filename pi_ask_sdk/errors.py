@@ -150,7 +150,8 @@ OptionNoteProblem = Literal["unknown_option_note"]
 ResponseProblem = Literal[SelectProblem, CustomTextProblem, OptionNoteProblem]
 """Why a response builder refused an answer: the rule of ``pi_ask_core.answers`` that the host
 would refuse it with (as ``invalid_answer``), checked locally in the host's order. Only the rules
-a typed builder can break: the JSON-shape rules of ``pi_ask_core.AnswerRule`` cannot occur."""
+a typed builder can break: the JSON-shape rules of ``pi_ask_core.answers.AnswerRule`` cannot
+occur."""
 
 MismatchedPiece = Literal[
     "response", "answer", "question", "question id", "option value", "approval mapping"

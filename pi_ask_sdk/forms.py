@@ -31,8 +31,9 @@ import msgspec
 from msgspec import UNSET, UnsetType
 from typing_extensions import TypeVar
 
-from pi_ask_core import AskOption, AskQuestion, FlowSource, QuestionType, StartedEvent
+from pi_ask_core import StartedEvent
 from pi_ask_core.answers import QuestionIndex
+from pi_ask_core.protocol import AskOption, AskQuestion, FlowSource, QuestionType
 
 from .errors import FlowMismatch, InvalidArgument, UnknownOption, UnknownQuestion
 

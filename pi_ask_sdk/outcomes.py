@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Literal, NoReturn, TypeAlias, final
 
 import msgspec
 
-from pi_ask_core import AskResult, FlowSource, SubmitErrorCode
+from pi_ask_core import AskResult
+from pi_ask_core.protocol import FlowSource, SubmitErrorCode
 
 from ._waiter import PendingSubmit
 from .errors import ConnectionLostReason, InvalidArgument

@@ -33,7 +33,7 @@ from msgspec import UNSET
 from msgspec.structs import replace
 from typing_extensions import Self
 
-from pi_ask_core import AnswerResponse, CancelResponse, RemoteAnswer, ResultMode
+from pi_ask_core import AnswerResponse, CancelResponse, RemoteAnswer
 from pi_ask_core.answers import (
     AnswerProblem,
     check_custom_text,
@@ -43,6 +43,7 @@ from pi_ask_core.answers import (
     check_values,
 )
 from pi_ask_core.js import is_blank
+from pi_ask_core.protocol import ResultMode
 
 from ._json import JsonObject
 from .errors import (

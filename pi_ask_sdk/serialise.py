@@ -28,7 +28,8 @@ from typing import TypeAlias, cast
 
 import msgspec
 
-from pi_ask_core import AnswerResponse, AskOption, CancelResponse, RemoteAnswer, StartedEvent
+from pi_ask_core import AnswerResponse, CancelResponse, RemoteAnswer, StartedEvent
+from pi_ask_core.protocol import AskOption
 
 from ._json import JsonObject, JsonValue
 from .errors import FlowMismatch, InvalidArgument

@@ -11,7 +11,8 @@ from collections.abc import Iterable
 
 from msgspec import UNSET
 
-from pi_ask_core import AskResult, AskResultAnswer, CancelResponse, SubmitEvent
+from pi_ask_core import AskResult, CancelResponse, SubmitEvent
+from pi_ask_core.protocol import AskResultAnswer
 from pi_ask_sdk.forms import FlowView, QuestionView
 from pi_ask_sdk.outcomes import FlowCompleted, RespondOutcome
 

@@ -18,7 +18,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TextIO
 
-from pi_ask_core import InvalidForm, parse_form
+from pi_ask_core import InvalidForm
+from pi_ask_core.forms import parse_form
 from pi_ask_sdk.testing.realpi import (
     Flavour,
     PiFailed,

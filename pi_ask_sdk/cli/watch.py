@@ -19,12 +19,12 @@ from pi_ask_core import (
     COMPLETED,
     STARTED,
     CompletedEvent,
-    DecodedEvent,
     PiAskError,
     Skipped,
     StartedEvent,
     decode_event,
 )
+from pi_ask_core.events import DecodedEvent
 from pi_ask_sdk.forms import FlowId, FlowView
 from pi_ask_sdk.outcomes import FlowCompleted
 from pi_ask_sdk.transports.base import EndReason

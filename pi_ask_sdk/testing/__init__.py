@@ -34,16 +34,14 @@ from pi_ask_core import (
     AskResult,
     FlowHandle,
     FlowHost,
-    FlowSource,
-    Handler,
     LocalEventBus,
-    ResultMode,
     Skipped,
     SubmitEvent,
-    Unsubscribe,
     decode_event,
 )
 from pi_ask_core import AskParams as AskParamsStruct
+from pi_ask_core.bus import Handler, Unsubscribe
+from pi_ask_core.protocol import FlowSource, ResultMode
 from pi_ask_sdk._faces import publish
 from pi_ask_sdk.client import BridgeClient
 from pi_ask_sdk.errors import ConnectionLost, InvalidArgument, InvalidUse

@@ -21,7 +21,6 @@ from pi_ask_core import (
     SUBMIT_RESULT,
     AnswerResponse,
     CompletedEvent,
-    DecodedEvent,
     RemoteAnswer,
     Skipped,
     StartedEvent,
@@ -30,6 +29,7 @@ from pi_ask_core import (
     SubmitRejection,
     decode_event,
 )
+from pi_ask_core.events import DecodedEvent
 from pi_ask_sdk.errors import ConnectionLost
 from pi_ask_sdk.transports.base import EndReason, Transport
 

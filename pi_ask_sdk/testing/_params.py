@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing_extensions import Required, TypedDict
 
-from pi_ask_core import QuestionType
+from pi_ask_core.protocol import QuestionType
 
 __all__ = ["AskParams", "AskParamsOption", "AskParamsQuestion"]
 

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any, cast
 import msgspec
 import pytest
 
-from pi_ask_core import InvalidForm, parse_form
+from pi_ask_core import InvalidForm
+from pi_ask_core.forms import parse_form
 from pi_ask_sdk.testing.realpi import PiRecord
 from tests.integration.pi_process import (
     TIMEOUT,

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from pi_ask_core import ask_route, negotiates
+from pi_ask_core.external_ui import ask_route, negotiates
 from pi_ask_sdk.testing.standin import StandinServer
 
 from .test_standin_server import FORM, Peer, peer

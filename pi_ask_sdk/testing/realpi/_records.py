@@ -81,7 +81,7 @@ class PiRecord(TypedDict, total=False):
 
 
 class ReportIssue(TypedDict):
-    """One issue of a stand-in report (as in ``pi_ask_core.Issue``)."""
+    """One issue of a stand-in report (as in ``pi_ask_core.protocol.Issue``)."""
 
     path: str
     message: str

@@ -46,8 +46,9 @@ Link protocol (JSON lines, split on ``\\n`` only), one connection per Pi session
 
 The server decides (``pi_ask_core.external_ui``): in the TUI (mode ``"tui"``) a valid call
 opens at once, unless it is a background call (``background: true``): that one's ``result`` is
-the queued receipt, sent at once, and its form opens when ``pi_ask_core.BackgroundQueue`` says
-(one at a time, first in first out); when it ends, an ``answer`` brings the result to the model
+the queued receipt, sent at once, and its form opens when
+``pi_ask_core.background.BackgroundQueue`` says (one at a time, first in first out); when it
+ends, an ``answer`` brings the result to the model
 (simplified: no ``wait_for_answers`` tool, no turn-boundary hand-over, the queue is not kept
 across sessions; see ``pi-ask docs real-pi``). In any other mode it answers ``negotiate``, and then
 opens the flow (``opened`` with the provider's ``request``) or, with no provider, returns the

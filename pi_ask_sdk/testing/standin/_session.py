@@ -11,31 +11,35 @@ from typing import Protocol
 import msgspec
 
 from pi_ask_core import (
-    ANSWER_MESSAGE,
     COMPLETED,
     STARTED,
     SUBMIT_RESULT,
     AskResult,
-    BackgroundAnswer,
-    BackgroundQueue,
     CompletedEvent,
     FlowHandle,
     FlowHost,
-    FlowSource,
     InvalidForm,
     LocalEventBus,
     PiAskError,
     SubmitRefused,
-    answer_starts_turn,
-    ask_route,
-    background_answer_text,
     decode_event,
+)
+from pi_ask_core.background import (
+    ANSWER_MESSAGE,
+    BackgroundAnswer,
+    BackgroundQueue,
+    answer_starts_turn,
+    background_answer_text,
+    queued_text,
+)
+from pi_ask_core.external_ui import (
+    ask_route,
     external_ui_request,
     invalid_provider_response,
     non_interactive_result,
-    parse_form,
-    queued_text,
 )
+from pi_ask_core.forms import parse_form
+from pi_ask_core.protocol import FlowSource
 
 from ._link import decode_line, encode_line
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pi_ask_core import CancelResponse, FlowHandle, QuestionTarget
+from pi_ask_core import CancelResponse, FlowHandle
+from pi_ask_core.protocol import QuestionTarget
 from pi_ask_sdk import Answer, FlowView
 from pi_ask_sdk.testing import FakeHost, unchecked_answer
 

@@ -7,7 +7,8 @@ from typing import TypeVar
 
 from typing_extensions import assert_never, assert_type
 
-from pi_ask_core import AskResult, CancelResponse, QuestionTarget, SubmitErrorCode
+from pi_ask_core import AskResult, CancelResponse
+from pi_ask_core.protocol import QuestionTarget, SubmitErrorCode
 from pi_ask_sdk import (
     Answer,
     AnswerBuilder,

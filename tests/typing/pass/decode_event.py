@@ -9,13 +9,13 @@ from pi_ask_core import (
     STARTED,
     SUBMIT_RESULT,
     CompletedEvent,
-    DecodedEvent,
     Skipped,
     StartedEvent,
     SubmitAck,
     SubmitRejection,
     decode_event,
 )
+from pi_ask_core.events import DecodedEvent
 
 
 def channels(raw: bytes, channel: str) -> None:
