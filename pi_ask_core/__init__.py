@@ -3,178 +3,66 @@
 Wire types (msgspec), form validation, submit validation with the exact error codes, result
 building, and a flow host that resolves flows on an event bus exactly as the extension does.
 No I/O besides reading preview files named by a form.
+
+The root holds what a host or bridge author handles: ``FlowHost`` on an ``EventBus``, the
+channels, the wire Structs of each channel, ``decode_event`` and the errors. Everything else is
+in its module: ``pi_ask_core.protocol`` (every wire type), ``.forms``, ``.answers``,
+``.results``, ``.events``, ``.external_ui``, ``.background``, ``.schema``, ``.js``.
 """
 
-from msgspec import UNSET as _UNSET
-
-from .answers import (
-    AcceptedAnswer,
-    AcceptedResponse,
-    AnswerProblem,
-    AnswerRule,
-    Selection,
-    SubmitError,
-    check_mode,
-    check_question_answer,
-)
-from .background import (
-    ANSWER_MESSAGE,
-    BackgroundAnswer,
-    BackgroundQueue,
-    QueuedReceipt,
-    answer_starts_turn,
-    background_answer_text,
-    queued_text,
-)
-from .bus import EventBus, Handler, LocalEventBus, Unsubscribe
-from .errors import FormErrorKind, HostClosed, InvalidForm, PiAskError, SubmitRefused
-from .events import DecodedEvent, Skipped, SkipReason, decode_event
-from .external_ui import (
-    EXTERNAL_UI,
-    AskRoute,
-    ExternalUiRequest,
-    ask_route,
-    external_ui_request,
-    invalid_provider_response,
-    negotiates,
-    non_interactive_result,
-)
-from .forms import Form, parse_form
-from .host import Clock, FlowHandle, FlowHost, FlowState, Scheduler
+from .bus import EventBus, LocalEventBus
+from .errors import HostClosed, InvalidForm, PiAskError, SubmitRefused
+from .events import Skipped, decode_event
+from .host import FlowHandle, FlowHost
 from .protocol import (
     CHANNELS,
     COMPLETED,
-    LEGACY_CHANNEL_PREFIX,
     PROTOCOL_VERSION,
     STARTED,
     SUBMIT,
     SUBMIT_RESULT,
     AnswerResponse,
-    AskContinuationPayload,
-    AskElaborationPayload,
-    AskOption,
     AskParams,
-    AskQuestion,
-    AskQuestionSummary,
     AskResult,
-    AskResultAnswer,
     CancelResponse,
-    Channel,
     CompletedEvent,
-    ContextOption,
-    ElaborationItem,
-    ElaborationQuestionContext,
-    FlowSource,
-    InvalidInputResult,
-    Issue,
-    OptionTarget,
-    QuestionState,
-    QuestionTarget,
-    QuestionType,
     RemoteAnswer,
-    RemoteResponse,
-    ResultMode,
     StartedEvent,
     SubmitAck,
-    SubmitErrorCode,
     SubmitEvent,
     SubmitRejection,
     SubmitResultEvent,
-    UnsetType,
-    submit_result_from_builtins,
 )
-from .results import ELABORATION_INSTRUCTION, build_result
-
-UNSET = _UNSET
 
 __version__ = "0.2.0"
 
 __all__ = [
-    "ANSWER_MESSAGE",
     "CHANNELS",
     "COMPLETED",
-    "ELABORATION_INSTRUCTION",
-    "EXTERNAL_UI",
-    "LEGACY_CHANNEL_PREFIX",
     "PROTOCOL_VERSION",
     "STARTED",
     "SUBMIT",
     "SUBMIT_RESULT",
-    "UNSET",
-    "AcceptedAnswer",
-    "AcceptedResponse",
-    "AnswerProblem",
     "AnswerResponse",
-    "AnswerRule",
-    "AskContinuationPayload",
-    "AskElaborationPayload",
-    "AskOption",
     "AskParams",
-    "AskQuestion",
-    "AskQuestionSummary",
     "AskResult",
-    "AskResultAnswer",
-    "AskRoute",
-    "BackgroundAnswer",
-    "BackgroundQueue",
     "CancelResponse",
-    "Channel",
-    "Clock",
     "CompletedEvent",
-    "ContextOption",
-    "DecodedEvent",
-    "ElaborationItem",
-    "ElaborationQuestionContext",
     "EventBus",
-    "ExternalUiRequest",
     "FlowHandle",
     "FlowHost",
-    "FlowSource",
-    "FlowState",
-    "Form",
-    "FormErrorKind",
-    "Handler",
     "HostClosed",
     "InvalidForm",
-    "InvalidInputResult",
-    "Issue",
     "LocalEventBus",
-    "OptionTarget",
     "PiAskError",
-    "QuestionState",
-    "QuestionTarget",
-    "QuestionType",
-    "QueuedReceipt",
     "RemoteAnswer",
-    "RemoteResponse",
-    "ResultMode",
-    "Scheduler",
-    "Selection",
-    "SkipReason",
     "Skipped",
     "StartedEvent",
     "SubmitAck",
-    "SubmitError",
-    "SubmitErrorCode",
     "SubmitEvent",
     "SubmitRefused",
     "SubmitRejection",
     "SubmitResultEvent",
-    "UnsetType",
-    "Unsubscribe",
     "__version__",
-    "answer_starts_turn",
-    "ask_route",
-    "background_answer_text",
-    "build_result",
-    "check_mode",
-    "check_question_answer",
     "decode_event",
-    "external_ui_request",
-    "invalid_provider_response",
-    "negotiates",
-    "non_interactive_result",
-    "parse_form",
-    "queued_text",
-    "submit_result_from_builtins",
 ]

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import msgspec
 
-from pi_ask_core import (
+from pi_ask_core.background import (
     BackgroundAnswer,
     BackgroundQueue,
     QueuedReceipt,
     answer_starts_turn,
     background_answer_text,
-    build_result,
-    parse_form,
     queued_text,
 )
+from pi_ask_core.forms import parse_form
+from pi_ask_core.results import build_result
 
 FORM = {
     "title": "Setup",

@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 
 from pi_ask_core import (
     COMPLETED,
-    LEGACY_CHANNEL_PREFIX,
     STARTED,
     SUBMIT,
     SUBMIT_RESULT,
@@ -24,6 +23,7 @@ from pi_ask_core import (
     SubmitRejection,
     decode_event,
 )
+from pi_ask_core.protocol import LEGACY_CHANNEL_PREFIX
 
 STARTED_JSON: dict[str, object] = {
     "version": 1,

@@ -9,9 +9,9 @@ from typing import Any
 import msgspec
 import pytest
 
-from pi_ask_core import AskParams, FlowHost, InvalidForm, LocalEventBus, parse_form
+from pi_ask_core import AskParams, FlowHost, InvalidForm, LocalEventBus
 from pi_ask_core.answers import QuestionIndex
-from pi_ask_core.forms import derive_label, parse_form_indexed, prepare_labels
+from pi_ask_core.forms import derive_label, parse_form, parse_form_indexed, prepare_labels
 from pi_ask_core.js import is_blank, js_object, js_ordered_keys, js_trim, js_upper_first
 
 

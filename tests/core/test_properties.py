@@ -17,8 +17,8 @@ from pi_ask_core import (
     FlowHost,
     InvalidForm,
     LocalEventBus,
-    parse_form,
 )
+from pi_ask_core.forms import parse_form
 from pi_ask_core.js import JS_WHITESPACE
 from tests.spec_examples import EXAMPLES
 

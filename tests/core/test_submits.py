@@ -9,8 +9,16 @@ from typing import Any
 import msgspec
 import pytest
 
-from pi_ask_core import FlowHost, OptionTarget, SubmitAck, SubmitError, SubmitRejection
-from pi_ask_core.answers import AnswerProblem, Envelope, QuestionIndex, check_values, parse_envelope
+from pi_ask_core import FlowHost, SubmitAck, SubmitRejection
+from pi_ask_core.answers import (
+    AnswerProblem,
+    Envelope,
+    QuestionIndex,
+    SubmitError,
+    check_values,
+    parse_envelope,
+)
+from pi_ask_core.protocol import OptionTarget
 from tests.spec_examples import EXAMPLES
 
 from .conftest import Recorder
