@@ -1,5 +1,5 @@
-"""Internal: ``AskParams``, ``ask_user`` tool input as a plain dict (``pi_ask_sdk.testing``
-re-exports it; the conformance checks open their forms with it)."""
+"""``AskParams``, ``ask_user`` tool input as a plain dict, and ``yes_no_params``, a small one
+(``pi_ask_sdk.testing`` re-exports them; the conformance checks open their forms with them)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing_extensions import Required, TypedDict
 
 from pi_ask_core.protocol import QuestionType
 
-__all__ = ["AskParams", "AskParamsOption", "AskParamsQuestion"]
+__all__ = ["AskParams", "AskParamsOption", "AskParamsQuestion", "yes_no_params"]
 
 
 # The functional syntax keeps ``Required`` visible at run time (``__required_keys__``) despite
@@ -47,3 +47,22 @@ AskParams = TypedDict(  # noqa: UP013
 )
 """``ask_user`` tool input as a plain dict: what ``FakeHost.open`` takes (the same keys as the
 ``pi_ask_wire.AskParams`` stub and the ``pi_ask_core.AskParams`` Struct; a test checks it)."""
+
+
+def yes_no_params(
+    question_id: str = "deploy", *, prompt: str = "Deploy to production?", title: str = "Approval"
+) -> AskParams:
+    """``ask_user`` input with one single-choice question, values ``yes`` / ``no``."""
+    return {
+        "title": title,
+        "questions": [
+            {
+                "id": question_id,
+                "prompt": prompt,
+                "options": [
+                    {"value": "yes", "label": "Yes", "recommended": True},
+                    {"value": "no", "label": "No"},
+                ],
+            }
+        ],
+    }
