@@ -193,8 +193,7 @@ def test_ask_params_typeddicts_match_the_wire_structs(typed: type, struct: type)
 
 def test_answer_refuses_a_response_built_for_another_flow(fake: FakeHost) -> None:
     from pi_ask_sdk import Cancel, FlowMismatch
-
-    from .helpers import view_of
+    from tests.sdk.helpers import view_of
 
     handle = fake.open(yes_no_params(), tool_call_id="c1")
     other = view_of(yes_no_params(), tool_call_id="c2")
