@@ -4,6 +4,9 @@ Exported from ``pi_ask_sdk.testing``. Give it a factory for fresh (unopened) tra
 host and a way to open a form on that host; it runs every check in order and returns their
 names, or raises ``TransportCheckFailed`` naming the first that failed and why. Every wait is
 bounded by ``timeout``; nothing sleeps.
+
+One function per check, each named in ``_TABLE``, which the runner walks in order; a check that
+fails raises ``_Failed`` with what went wrong, and the runner names the check.
 """
 
 from __future__ import annotations
@@ -11,7 +14,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Final
 
 from pi_ask_core import (
@@ -38,19 +42,11 @@ from .errors import TransportCheckFailed
 
 __all__ = ["CHECKS", "check_transport"]
 
-CHECKS: Final = (
-    "open",
-    "started",
-    "one_decoded_form",
-    "replay",
-    "rejected_submit",
-    "unknown_flow",
-    "accepted_submit",
-    "close",
-)
-"""The checks ``check_transport`` runs, in order."""
-
 _Item = tuple[str, "DecodedEvent | Skipped | EndReason", bool]
+
+
+class _Failed(Exception):
+    """A check failed: the runner names the check in the ``TransportCheckFailed`` it raises."""
 
 
 class _Recorder:
@@ -83,22 +79,20 @@ class _Recorder:
             items.append(self._queue.get_nowait())
         return items
 
-    async def expect(
-        self, check: str, what: str, match: Callable[[_Item], bool], timeout: float
-    ) -> _Item:
+    async def expect(self, what: str, match: Callable[[_Item], bool], timeout: float) -> _Item:
         """The first item that ``match``es (others are dropped), within ``timeout`` seconds."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while True:
             remaining = deadline - loop.time()
             if remaining <= 0:
-                raise TransportCheckFailed(check, f"no {what} within {timeout:g} s")
+                raise _Failed(f"no {what} within {timeout:g} s")
             try:
                 item = await asyncio.wait_for(self._queue.get(), remaining)
             except asyncio.TimeoutError:
-                raise TransportCheckFailed(check, f"no {what} within {timeout:g} s") from None
+                raise _Failed(f"no {what} within {timeout:g} s") from None
             if item[0] == "ended":
-                raise TransportCheckFailed(check, f"the transport ended ({item[1]}) before {what}")
+                raise _Failed(f"the transport ended ({item[1]}) before {what}")
             if match(item):
                 return item
 
@@ -135,9 +129,190 @@ def _submit(request_id: str, flow_id: str, question_id: str, value: str) -> Subm
     )
 
 
-async def _maybe_await(value: object) -> None:
-    if inspect.isawaitable(value):
-        await value
+def _params() -> AskParams:
+    """The form the checks open (a fresh dict each time: ``open_form`` is the caller's code):
+    one single-choice question ``deploy``, values yes / no."""
+    return {
+        "title": "check_transport",
+        "questions": [
+            {
+                "id": "deploy",
+                "prompt": "Deploy?",
+                "type": "single",
+                "options": [{"value": "yes"}, {"value": "no"}],
+            }
+        ],
+    }
+
+
+@dataclass
+class _Run:
+    """What the checks share, each check adding what the later ones use: the transport under
+    test and what it heard, the live form, and a second transport that saw its replay."""
+
+    make_transport: Callable[[], Transport]
+    open_form: Callable[[AskParams, str], object]
+    timeout: float
+    prefix: str
+    first: Transport
+    listener: _Recorder
+    call_id: str = ""
+    flow_id: str = ""
+    second: Transport | None = None
+    watcher: _Recorder | None = None
+
+    async def open_form_now(self, tool_call_id: str) -> None:
+        opened = self.open_form(_params(), tool_call_id)
+        if inspect.isawaitable(opened):
+            await opened
+
+    async def verdict(self, request_id: str) -> DecodedEvent | Skipped | EndReason:
+        """The ``submit-result`` the first transport hears for ``request_id``."""
+        what = f'the submit-result for "{request_id}"'
+        _, event, _ = await self.listener.expect(what, _result(request_id), self.timeout)
+        return event
+
+
+# --- the checks, in the order of CHECKS ----------------------------------------------------------
+
+
+async def _open(run: _Run) -> None:
+    """``open`` returns in time and the transport does not end at once."""
+    try:
+        await asyncio.wait_for(run.first.open(run.listener), run.timeout)
+    except asyncio.TimeoutError:
+        raise _Failed(f"open() did not return within {run.timeout:g} s") from None
+    ended = [item for item in run.listener.pending() if item[0] == "ended"]
+    if ended:
+        raise _Failed(f"the transport ended ({ended[0][1]}) at open")
+
+
+async def _started_live(run: _Run) -> None:
+    """A form opened after ``open`` arrives as a live ``started``."""
+    run.call_id = f"{run.prefix}-live"
+    await run.open_form_now(run.call_id)
+    _, event, _ = await run.listener.expect(
+        f'a live started event for tool call "{run.call_id}"',
+        _started(run.call_id, replay=False),
+        run.timeout,
+    )
+    assert isinstance(event, StartedEvent)  # (what _started matches)
+    run.flow_id = event.flow_id
+
+
+async def _one_decoded_form(run: _Run) -> None:
+    """Every host payload heard so far decodes to its wire Struct."""
+    if run.listener.undecodable:
+        bad = run.listener.undecodable[0]
+        raise _Failed(f"a {bad.channel} payload did not decode: {bad.detail}")
+
+
+async def _replay(run: _Run) -> None:
+    """A transport opened while the form is open replays it (``replay=True``)."""
+    run.second = run.make_transport()
+    run.watcher = _Recorder()
+    try:
+        await asyncio.wait_for(run.second.open(run.watcher), run.timeout)
+    except asyncio.TimeoutError:
+        raise _Failed(
+            f"a second transport's open() did not return within {run.timeout:g} s"
+        ) from None
+    await run.watcher.expect(
+        f'the replay of the open form "{run.flow_id}" to a new transport',
+        _started(run.call_id, replay=True),
+        run.timeout,
+    )
+
+
+async def _rejected_submit(run: _Run) -> None:
+    """A submit the host refuses comes back as its ``submit-result``, naming the flow."""
+    rid = f"{run.prefix}-refused"
+    await run.first.send(_submit(rid, run.flow_id, "deploy", "no-such-value"))
+    verdict = await run.verdict(rid)
+    if not isinstance(verdict, SubmitRejection) or verdict.error != "invalid_answer":
+        raise _Failed(f"expected an invalid_answer rejection, got {verdict!r}")
+    if verdict.flow_id != run.flow_id:
+        raise _Failed(f"the verdict names flow {verdict.flow_id!r}, not {run.flow_id!r}")
+
+
+async def _unknown_flow(run: _Run) -> None:
+    """A submit for a flow the host does not have comes back as ``flow_not_found``."""
+    rid = f"{run.prefix}-unknown"
+    await run.first.send(_submit(rid, f"{run.prefix}:no-such-flow", "deploy", "yes"))
+    verdict = await run.verdict(rid)
+    if not isinstance(verdict, SubmitRejection) or verdict.error != "flow_not_found":
+        raise _Failed(f"expected a flow_not_found rejection, got {verdict!r}")
+
+
+async def _accepted_submit(run: _Run) -> None:
+    """An accepted submit gets its ``submit-result`` and the flow's ``completed``, in either
+    order."""
+    rid = f"{run.prefix}-accepted"
+    await run.first.send(_submit(rid, run.flow_id, "deploy", "yes"))
+    seen: set[str] = set()
+
+    def ack_or_completed(item: _Item) -> bool:
+        channel, event, _ = item
+        if _result(rid)(item):
+            seen.add("ack" if isinstance(event, SubmitAck) else f"refused: {event!r}")
+        elif (
+            channel == COMPLETED
+            and isinstance(event, CompletedEvent)
+            and event.flow_id == run.flow_id
+        ):
+            seen.add("completed")
+        return len(seen) == 2 or any(s.startswith("refused") for s in seen)
+
+    await run.listener.expect(
+        f'the acceptance of "{rid}" and the completion of "{run.flow_id}"',
+        ack_or_completed,
+        run.timeout,
+    )
+    if seen != {"ack", "completed"}:
+        raise _Failed(f"expected an acceptance, saw {seen}")
+
+
+async def _close(run: _Run) -> None:
+    """After ``close`` nothing more is delivered, ``send`` raises ``ConnectionLost``, and
+    ``close`` may be called again."""
+    assert run.watcher is not None  # (the replay check opened it)
+    await run.first.close()
+    await run.first.close()  # idempotent
+    run.listener.pending()  # what was in flight before close() does not count
+    after = f"{run.prefix}-after-close"
+    await run.open_form_now(after)
+    # The still-open transport hears the new form: had the closed one delivered it, it would
+    # be queued by now on a same-process host, and is checked for right after.
+    await run.watcher.expect(
+        f'the form "{after}" on the still open transport',
+        _started(after, replay=False),
+        run.timeout,
+    )
+    late = [item for item in run.listener.pending() if item[0] != "ended"]
+    if late:
+        raise _Failed(f"a closed transport delivered {late[0][0]}")
+    try:
+        await run.first.send(_submit(f"{run.prefix}-closed", run.flow_id, "deploy", "yes"))
+    except ConnectionLost:
+        return
+    raise _Failed("send() after close() did not raise ConnectionLost")
+
+
+_TABLE: Final[tuple[tuple[str, Callable[[_Run], Awaitable[None]]], ...]] = (
+    ("open", _open),
+    ("started", _started_live),
+    ("one_decoded_form", _one_decoded_form),
+    ("replay", _replay),
+    ("rejected_submit", _rejected_submit),
+    ("unknown_flow", _unknown_flow),
+    ("accepted_submit", _accepted_submit),
+    ("close", _close),
+)
+"""Every check by its name, in the order they run: each builds on what the earlier ones left
+in the ``_Run`` (the live form, the second transport)."""
+
+CHECKS: Final[tuple[str, ...]] = tuple(name for name, _ in _TABLE)
+"""The checks ``check_transport`` runs, in order."""
 
 
 async def check_transport(
@@ -150,149 +325,37 @@ async def check_transport(
     """Check the ``Transport`` contract on transports from ``make_transport`` (each call: a
     fresh, unopened transport to the same host); ``open_form(params, tool_call_id)`` opens a
     form on that host (it may return an awaitable, which is awaited). Returns ``CHECKS`` as a
-    list once all passed; raises ``TransportCheckFailed`` for the first that failed.
+    list once all passed.
 
-    What is checked: ``open`` returns without ending; a form opened afterwards arrives as a live
-    ``started``; every host payload decodes to its wire Struct (``decode_event``); a transport
-    opened while the form is open replays it (``replay=True``); a submit the host refuses comes
-    back as its ``submit-result`` with the same ``requestId`` and ``flowId``, as does one for an
-    unknown flow; an accepted submit gets its ``submit-result`` and the flow's ``completed``
-    (either order); after ``close`` nothing more is delivered, ``send`` raises
-    ``ConnectionLost`` and ``close`` may be called again. ``tool_call_id``s start with
-    ``prefix``; the host must answer in ``timeout`` seconds.
+    What is checked (``CHECKS`` names each): ``open`` returns without ending; a form opened
+    afterwards arrives as a live ``started``; every host payload decodes to its wire Struct
+    (``decode_event``); a transport opened while the form is open replays it (``replay=True``);
+    a submit the host refuses comes back as its ``submit-result`` with the same ``requestId``
+    and ``flowId``, as does one for an unknown flow; an accepted submit gets its
+    ``submit-result`` and the flow's ``completed`` (either order); after ``close`` nothing more
+    is delivered, ``send`` raises ``ConnectionLost`` and ``close`` may be called again.
+    ``tool_call_id``s start with ``prefix``.
+
+    Args:
+        make_transport: Makes a fresh, unopened transport to the host (called twice).
+        open_form: Opens a form on the host: ``open_form(params, tool_call_id)``.
+        timeout: How long the host and the transport have for each step, in seconds.
+        prefix: The start of every ``tool_call_id`` and request id the checks use.
+
+    Raises:
+        TransportCheckFailed: A check failed; its ``check`` names it, its message says why.
     """
+    run = _Run(make_transport, open_form, timeout, prefix, make_transport(), _Recorder())
     passed: list[str] = []
-    first = make_transport()
-    listener = _Recorder()
     try:
-        await asyncio.wait_for(first.open(listener), timeout)
-    except asyncio.TimeoutError:
-        raise TransportCheckFailed("open", f"open() did not return within {timeout:g} s") from None
-    second: Transport | None = None
-    try:
-        ended = [item for item in listener.pending() if item[0] == "ended"]
-        if ended:
-            raise TransportCheckFailed("open", f"the transport ended ({ended[0][1]}) at open")
-        passed.append("open")
-
-        call_id = f"{prefix}-live"
-        params: AskParams = {
-            "title": "check_transport",
-            "questions": [
-                {
-                    "id": "deploy",
-                    "prompt": "Deploy?",
-                    "type": "single",
-                    "options": [{"value": "yes"}, {"value": "no"}],
-                }
-            ],
-        }
-        await _maybe_await(open_form(params, call_id))
-        _, event, _ = await listener.expect(
-            "started",
-            f'a live started event for tool call "{call_id}"',
-            _started(call_id, replay=False),
-            timeout,
-        )
-        assert isinstance(event, StartedEvent)
-        flow_id = event.flow_id
-        passed.append("started")
-
-        if listener.undecodable:
-            bad = listener.undecodable[0]
-            raise TransportCheckFailed(
-                "one_decoded_form", f"a {bad.channel} payload did not decode: {bad.detail}"
-            )
-        passed.append("one_decoded_form")
-
-        second = make_transport()
-        watcher = _Recorder()
-        await asyncio.wait_for(second.open(watcher), timeout)
-        await watcher.expect(
-            "replay",
-            f'the replay of the open form "{flow_id}" to a new transport',
-            _started(call_id, replay=True),
-            timeout,
-        )
-        passed.append("replay")
-
-        rid = f"{prefix}-refused"
-        await first.send(_submit(rid, flow_id, "deploy", "no-such-value"))
-        _, verdict, _ = await listener.expect(
-            "rejected_submit", f'the submit-result for "{rid}"', _result(rid), timeout
-        )
-        if not isinstance(verdict, SubmitRejection) or verdict.error != "invalid_answer":
-            raise TransportCheckFailed(
-                "rejected_submit", f"expected an invalid_answer rejection, got {verdict!r}"
-            )
-        if verdict.flow_id != flow_id:
-            raise TransportCheckFailed(
-                "rejected_submit", f"the verdict names flow {verdict.flow_id!r}, not {flow_id!r}"
-            )
-        passed.append("rejected_submit")
-
-        rid = f"{prefix}-unknown"
-        await first.send(_submit(rid, f"{prefix}:no-such-flow", "deploy", "yes"))
-        _, verdict, _ = await listener.expect(
-            "unknown_flow", f'the submit-result for "{rid}"', _result(rid), timeout
-        )
-        if not isinstance(verdict, SubmitRejection) or verdict.error != "flow_not_found":
-            raise TransportCheckFailed(
-                "unknown_flow", f"expected a flow_not_found rejection, got {verdict!r}"
-            )
-        passed.append("unknown_flow")
-
-        rid = f"{prefix}-accepted"
-        await first.send(_submit(rid, flow_id, "deploy", "yes"))
-        seen: set[str] = set()
-
-        def ack_or_completed(item: _Item) -> bool:
-            channel, event, _ = item
-            if _result(rid)(item):
-                seen.add("ack" if isinstance(event, SubmitAck) else f"refused: {event!r}")
-            elif (
-                channel == COMPLETED
-                and isinstance(event, CompletedEvent)
-                and event.flow_id == flow_id
-            ):
-                seen.add("completed")
-            return len(seen) == 2 or any(s.startswith("refused") for s in seen)
-
-        await listener.expect(
-            "accepted_submit",
-            f'the acceptance of "{rid}" and the completion of "{flow_id}"',
-            ack_or_completed,
-            timeout,
-        )
-        if seen != {"ack", "completed"}:
-            raise TransportCheckFailed("accepted_submit", f"expected an acceptance, saw {seen}")
-        passed.append("accepted_submit")
-
-        await first.close()
-        await first.close()  # idempotent
-        listener.pending()  # what was in flight before close() does not count
-        after = f"{prefix}-after-close"
-        await _maybe_await(open_form(params, after))
-        # The still-open transport hears the new form: had the closed one delivered it, it
-        # would be queued by now on a same-process host, and is checked for right after.
-        await watcher.expect(
-            "close",
-            f'the form "{after}" on the still open transport',
-            _started(after, replay=False),
-            timeout,
-        )
-        late = [item for item in listener.pending() if item[0] != "ended"]
-        if late:
-            raise TransportCheckFailed("close", f"a closed transport delivered {late[0][0]}")
-        try:
-            await first.send(_submit(f"{prefix}-closed", flow_id, "deploy", "yes"))
-        except ConnectionLost:
-            pass
-        else:
-            raise TransportCheckFailed("close", "send() after close() did not raise ConnectionLost")
-        passed.append("close")
+        for name, check in _TABLE:
+            try:
+                await check(run)
+            except _Failed as failed:
+                raise TransportCheckFailed(name, str(failed)) from None
+            passed.append(name)
     finally:
-        await first.close()
-        if second is not None:
-            await second.close()
+        await run.first.close()
+        if run.second is not None:
+            await run.second.close()
     return passed

@@ -3,10 +3,12 @@ naming the check, on transports that break the contract."""
 
 from __future__ import annotations
 
+import asyncio
+
 import msgspec
 import pytest
 
-from pi_ask_core import STARTED, SubmitEvent
+from pi_ask_core import STARTED, SUBMIT_RESULT, SubmitEvent
 from pi_ask_sdk import AnswerBuilder, BridgeClient, SubmitAccepted
 from pi_ask_sdk.testing import (
     CHECKS,
@@ -67,10 +69,34 @@ class _Garbles(MemoryTransport):
         await super().open(Garble())
 
 
+class _NeverOpens(MemoryTransport):
+    async def open(self, listener: TransportListener) -> None:
+        await asyncio.Event().wait()  # (check_transport bounds it)
+
+
+class _NoVerdicts(MemoryTransport):
+    async def open(self, listener: TransportListener) -> None:
+        class Drop:
+            def message(self, channel: str, data: object, *, replay: bool = False) -> None:
+                if channel != SUBMIT_RESULT:
+                    listener.message(channel, data, replay=replay)
+
+            def ended(self, reason: object) -> None:
+                listener.ended(reason)  # type: ignore[arg-type]
+
+        await super().open(Drop())
+
+
 @pytest.mark.asyncio
 @pytest.mark.parametrize(
     ("kind", "check"),
-    [(_NoReplay, "replay"), (_SendsAfterClose, "close"), (_Garbles, "one_decoded_form")],
+    [
+        (_NeverOpens, "open"),
+        (_Garbles, "one_decoded_form"),
+        (_NoReplay, "replay"),
+        (_NoVerdicts, "rejected_submit"),
+        (_SendsAfterClose, "close"),
+    ],
 )
 async def test_a_broken_transport_fails_the_check_it_breaks(
     kind: type[MemoryTransport], check: str
@@ -83,6 +109,8 @@ async def test_a_broken_transport_fails_the_check_it_breaks(
     with pytest.raises(TransportCheckFailed) as caught:
         await check_transport(lambda: kind(host.bus, host.host), open_form, timeout=TIMEOUT)
     assert caught.value.check == check
+    assert str(caught.value).startswith(f"Transport check {check!r} failed: "), caught.value
+    assert check in CHECKS
 
 
 class _Recording(MemoryTransport):
