@@ -43,7 +43,31 @@ def test_an_unknown_flag_is_the_commands_own_usage_error(
 
 def test_top_level_usage_errors_have_the_same_format(capsys: pytest.CaptureFixture[str]) -> None:
     assert "invalid choice: 'no-such-command'" in usage_error(capsys, "no-such-command")
-    assert "required: COMMAND" in usage_error(capsys, "--bogus")
+    assert usage_error(capsys) == "the following arguments are required: COMMAND"
+
+
+@pytest.mark.parametrize("argv", [["--frob"], ["--frob", "demo"], ["--frob", "-x", "schema"]])
+def test_an_unknown_flag_of_pi_ask_itself_is_named(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before, ``pi-ask --frob`` only said a COMMAND was required (not which flag was bad)."""
+    flags = " ".join(word for word in argv if word.startswith("-"))
+    assert usage_error(capsys, *argv) == f"unrecognized arguments: {flags}"
+
+
+def test_pi_ask_frob_names_the_flag_exits_2_and_points_at_help() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "pi_ask_sdk.cli", "--frob"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == EXIT_USAGE == 2
+    assert done.stdout == ""
+    assert done.stderr == (
+        "pi-ask: usage error: unrecognized arguments: --frob\n(`pi-ask --help` shows its usage)\n"
+    )
 
 
 @pytest.mark.parametrize(
