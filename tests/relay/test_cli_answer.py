@@ -110,6 +110,16 @@ ANSWERER_GONE = (
 )
 
 
+async def exit_with_stdin_open(proc: asyncio.subprocess.Process) -> tuple[bytes, bytes]:
+    """All ``proc`` writes, once it has exited by itself (within ``T``), its stdin left open."""
+    assert proc.stdout is not None
+    assert proc.stderr is not None
+    out, err, _ = await asyncio.wait_for(
+        asyncio.gather(proc.stdout.read(), proc.stderr.read(), proc.wait()), T
+    )
+    return out, err
+
+
 @pytest.mark.asyncio
 async def test_pi_exiting_mid_form_ends_answer_at_once_with_status_3(tmp_path: Path) -> None:
     """Issue 27: Pi exits while the person is being asked. ``pi-ask answer`` said "press
@@ -126,15 +136,21 @@ async def test_pi_exiting_mid_form_ends_answer_at_once_with_status_3(tmp_path: P
         await relay.end_session_and_close("quit")
         pi.kill()
         await pi.wait()
-        out, err = await asyncio.wait_for(proc.communicate(), T)  # no Enter is ever typed
+        # No Enter is ever typed, and stdin stays open until pi-ask has exited: closing it (as
+        # communicate() does) is the end of input, which a loaded machine may let pi-ask read
+        # before it reads Pi's end (exit status 1, not 3).
+        out, err = await exit_with_stdin_open(proc)
     finally:
         await relay.stop()
         if pi.returncode is None:
             pi.kill()
             await pi.wait()
-        if proc is not None and proc.returncode is None:
-            proc.kill()
-            await proc.wait()
+        if proc is not None:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+            assert proc.stdin is not None
+            proc.stdin.close()
     assert proc.returncode == 3, err
     shown, said = out.decode(), err.decode()
     assert "press Enter" not in shown
