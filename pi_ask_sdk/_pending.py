@@ -61,8 +61,8 @@ class SubmitBook:
         """``request_id`` checked (free, non-empty, UTF-8 safe), or a fresh random one:
         ``<prefix>-`` and 128 random bits from ``os.urandom`` as 32 hex digits."""
         if request_id is None:
-            # (what secrets.token_hex(16) does, without importing secrets, which is slow to
-            # import; uuid4().hex costs more per call for the same 128 random bits)
+            # secrets.token_hex(16) written out: importing secrets would weigh on every
+            # `import pi_ask_sdk`, and a UUID object per submit is work the id does not need
             return f"{prefix}-{os.urandom(16).hex()}"
         if not isinstance(request_id, str) or not request_id:
             raise InvalidRequestId(str(request_id), "must be a non-empty string")

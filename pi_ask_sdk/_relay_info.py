@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pathlib import Path  # only annotations: pathlib costs milliseconds to import
+    from pathlib import Path  # only annotations: `import pi_ask_sdk` need not load pathlib
 
 __all__ = ["RelayInfo"]
 

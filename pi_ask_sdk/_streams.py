@@ -62,8 +62,8 @@ class ClientStream(Generic[T]):
     """
 
     # A deque and the futures of waiting readers, rather than an asyncio.Queue: a bridge's loop
-    # takes every item, and the queue's bookkeeping (unfinished tasks, the join event, putters)
-    # costs more than the rest of a hand-over.
+    # takes every item and nobody joins the stream, so the queue's bookkeeping (unfinished
+    # tasks, the join event, putters) would be done on every hand-over for nothing.
     __slots__ = ("__weakref__", "_ended", "_getters", "_items", "_owner")
 
     def __init__(self, owner: StreamSet[T], first: list[T]) -> None:

@@ -65,7 +65,7 @@ from typing import TYPE_CHECKING, Final, Literal
 from pi_ask_core import HostClosed, InvalidForm, PiAskError, SubmitRefused
 
 if TYPE_CHECKING:
-    from pathlib import Path  # only annotations: pathlib costs milliseconds to import
+    from pathlib import Path  # only annotations: `import pi_ask_sdk` need not load pathlib
 
     from ._relay_info import RelayInfo
 

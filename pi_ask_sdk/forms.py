@@ -168,7 +168,7 @@ class OptionValue(str, Generic[F]):
 @final
 class _OptionValue(OptionValue[F]):
     # The question id in a slot, not an instance __dict__: a view makes a value per lookup, and
-    # a dict per value cost more than the str itself. Made by _option_value.
+    # a value is a str with one label, which needs no dict of its own. Made by _option_value.
     __slots__ = ("_question_id",)
     _question_id: QuestionId[F]
 
@@ -189,8 +189,8 @@ _OPTIONS: Final = "_options"
 
 
 # Ids and values are made with ``str.__new__`` itself: the public classes' refusing ``__new__``
-# is for callers, and passing through it (a Python frame, *args, super()) for every id and value
-# the SDK makes is a measurable share of a round trip (bench/README.md).
+# is for callers, and the SDK's own ids and values come from a form (nothing to refuse), on the
+# path of every round trip (bench/README.md).
 
 
 def _question_id(text: str, flow_id: FlowId) -> _QuestionId[F]:

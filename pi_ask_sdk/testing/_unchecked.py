@@ -25,8 +25,8 @@ def unchecked_answer(
         values: The strings to select, by question id (sent as they are).
         mode: ``"submit"``, or ``"elaborate"`` to ask the agent to clarify first.
     """
-    # tuple([...]), not tuple(<generator>): a tuple grown from a generator is shrunk at the
-    # end, which leaves an object behind per call, and the memory benchmark counts objects
-    # per flow (bench/sdk.py)
+    # tuple([...]), not tuple(<generator>): a tuple grown from a generator is resized at the
+    # end, which leaves gc bookkeeping behind per call, and the benchmarks count what each flow
+    # leaves (the gc line of bench/relay.py)
     answers = tuple([(qid, tuple([str(text) for text in texts])) for qid, texts in values.items()])
     return UncheckedAnswer(flow.flow_id, answers, mode)

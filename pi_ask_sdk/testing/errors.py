@@ -25,7 +25,7 @@ from pi_ask_core import PiAskError
 from pi_ask_sdk.errors import MAX_SOCKET_PATH
 
 if TYPE_CHECKING:
-    from pathlib import Path  # only annotations: pathlib costs milliseconds to import
+    from pathlib import Path  # only annotations: importing the errors need not load pathlib
 
 __all__ = [
     "NatsServerError",

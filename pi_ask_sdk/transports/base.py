@@ -8,7 +8,7 @@ Contract:
 * ``open(listener)`` connects and starts delivering host -> bridge messages to ``listener``:
   ``listener.message(channel, data, replay=...)`` for each payload (``data`` is anything
   ``pi_ask_core.decode_event`` takes: JSON text, decoded JSON, a wire Struct, or the
-  ``decode_event`` result itself, which the client passes through at no cost;
+  ``decode_event`` result itself, which the client takes as it is, not decoding it again;
   ``replay=True`` marks a ``started`` for a form that was already open when the
   client connected), and ``listener.ended(reason)`` when the Pi session ended
   (``"session_ended"``: open forms are gone, the connection may carry a new session) or the

@@ -83,7 +83,7 @@ def test_each_form_of_a_payload_decodes_to_its_struct(
     decoded = [decode_event(channel, raw) for raw in forms_of(payload)]
     assert all(type(event) is kind for event in decoded)
     assert all(msgspec.to_builtins(event) == payload for event in decoded)
-    # A decoded event, given again, is taken as it is (decoding twice costs nothing).
+    # A decoded event, given again, is taken as it is (it is not decoded twice).
     assert decode_event(channel, decoded[0]) is decoded[0]
 
 

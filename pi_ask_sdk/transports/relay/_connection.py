@@ -60,10 +60,10 @@ class _Owner(Protocol):
 class RelayProtocol(asyncio.BufferedProtocol):
     """One socket connection: frames lines, decodes envelopes, hands them to the transport.
 
-    A ``BufferedProtocol``: the socket is read into one buffer kept for the connection. (With a
-    plain ``Protocol`` asyncio allocates a 256 KiB ``bytes`` for every read and shrinks it; in a
-    process whose allocator still maps blocks that big with ``mmap``, that is an mmap, an
-    mremap, a munmap and a page fault per message: a visible share of a relay round trip.)"""
+    A ``BufferedProtocol``: the socket is read into one buffer kept for the connection, because
+    with a plain ``Protocol`` asyncio allocates a fresh read-sized ``bytes`` for every read and
+    shrinks it, which an allocator that serves blocks that big with ``mmap`` turns into system
+    calls and a page fault on every message (the relay round trip: bench/README.md)."""
 
     def __init__(
         self, owner: _Owner, path: Path, max_line: int, role: RelayRole = "answerer"

@@ -10,7 +10,7 @@
 // session_shutdown (Pi calls the factory again for every new session). Headless, it is the host's
 // external-UI provider while a client that answers forms (said so in its hello) is connected; an
 // answerer that answers pings and goes silent (a stopped process) no longer counts.
-// Only type imports from Pi, so loading the relay costs no extra module graph.
+// Only type imports from Pi: loading the relay loads none of Pi's modules itself.
 
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { randomBytes } from "node:crypto";
