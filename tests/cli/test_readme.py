@@ -9,8 +9,6 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
-import pytest
-
 README = Path(__file__).resolve().parents[2] / "README.md"
 
 
@@ -66,48 +64,84 @@ def test_classifiers_name_every_python_the_matrix_tests() -> None:
     assert any(c.startswith("Development Status ::") for c in classifiers)
 
 
-def _layout_sections() -> dict[str, str]:
-    """The README's layout block, split by its top-level entries (``pi_ask_core/`` ...)."""
+def _layout() -> list[tuple[str, str]]:
+    """The README's layout tree as (entry, its text): an entry is a folder at the start of a
+    line (``pi_ask_sdk/``, or ``  transports/`` under the entry above it) and its text runs to
+    the next entry."""
     text = README.read_text(encoding="utf-8")
     block = text.split("## Layout", 1)[1].split("```", 2)[1]
-    sections: dict[str, str] = {}
-    current = ""
+    entries: list[tuple[str, str]] = []
+    top = ""
     for line in block.splitlines():
-        head = re.match(r"^(\S+/)\s", line)
-        if head:
-            current = head.group(1)
-        sections[current] = sections.get(current, "") + line + "\n"
-    return sections
+        head = re.match(r"^( ?)( ?)(\w+/)(?=\s)", line)
+        if head and not head.group(1):
+            top = head.group(3)
+            entries.append((top, line[head.end() :]))
+        elif head and head.group(2):
+            entries.append((top + head.group(3), line[head.end() :]))
+        elif entries:
+            entry, described = entries[-1]
+            entries[-1] = (entry, described + "\n" + line)
+    return entries
 
 
-@pytest.mark.parametrize("package", ["pi_ask_core", "pi_ask_sdk"])
-def test_layout_names_every_module_and_only_modules_that_exist(package: str) -> None:
-    root = README.parent / package
-    described = _layout_sections()[f"{package}/"]
-    modules = {
-        path.name
-        for path in root.rglob("*.py")
-        if path.name not in ("__init__.py", "__main__.py") and "node_modules" not in path.parts
+def test_every_file_and_folder_the_layout_names_exists() -> None:
+    """Each ``name/``, ``name.py`` or ``folder/name.ts`` in an entry's text is inside that
+    entry's folder."""
+    entries = _layout()
+    assert [entry for entry, _ in entries][:2] == ["pi_ask_core/", "pi_ask_sdk/"]
+    path = r"(?<![\w./-])((?:[\w-]+/)*[\w-]+(?:/|\.(?:py|pyi|ts|md|json|sh)))(?![\w/.-])"
+    named = [(entry, name) for entry, described in entries for name in re.findall(path, described)]
+    assert len(named) > 20
+    missing = [
+        f"{entry}{name}" for entry, name in named if not (README.parent / entry / name).exists()
+    ]
+    assert missing == []
+    assert [entry for entry, _ in entries if not (README.parent / entry).is_dir()] == []
+
+
+def test_the_layout_names_every_subpackage_and_test_folder() -> None:
+    entries = dict(_layout())
+    packages = {
+        f"pi_ask_sdk/{path.parent.name}/"
+        for path in (README.parent / "pi_ask_sdk").glob("*/__init__.py")
     }
-    named = set(re.findall(r"\b(\w+\.py)\b", described))
-    assert sorted(modules - named) == [], "modules the README's layout does not name"
-    assert sorted(named - modules) == [], "modules the README's layout names that do not exist"
-    folders = {path.name for path in root.rglob("*") if path.is_dir()}
-    missing = set(re.findall(r"\b(\w+)/", described.split("/", 1)[1])) - folders
-    assert sorted(missing) == [], "folders the README's layout names that do not exist"
-
-
-def test_layout_names_every_test_folder() -> None:
-    described = _layout_sections()["tests/"]
+    assert sorted(packages - set(entries)) == [], "subpackages the layout does not name"
     folders = {
-        path.name
+        f"{path.name}/"
         for path in (README.parent / "tests").iterdir()
         if path.is_dir() and path.name[0] not in "._"
     }
-    # Each folder opens an item of the list (after "tests/" or a "·").
-    named = set(re.findall(r"(?:^tests/|·)\s*(\w+)/", described, re.MULTILINE))
-    assert sorted(folders - named) == [], "test folders the README's layout does not name"
-    assert sorted(named - folders) == [], "test folders the README's layout names that do not exist"
+    named = set(re.findall(r"(?<![\w/])(\w+/)", entries["tests/"]))
+    assert sorted(folders - named) == [], "test folders the layout does not name"
+
+
+def test_where_a_change_goes_names_only_paths_that_exist() -> None:
+    """The list after the tree: each path it quotes (NAME stands for the new one) is there."""
+    section = README.read_text(encoding="utf-8").split("Where a change goes:", 1)[1]
+    section = section.split("\n## ", 1)[0]
+    for change in (
+        "A new transport",
+        "A new CLI flag",
+        "A new question kind",
+        "A new fleet feature",
+        "A new test double",
+    ):
+        assert f"**{change}" in section
+    paths = [p for p in re.findall(r"`([^`\s]+)`", section) if "/" in p]
+    assert len(paths) > 10
+    missing = [p for p in paths if not (README.parent / p.split("/NAME/")[0]).exists()]
+    assert missing == []
+
+
+def test_the_readme_says_how_long_the_test_command_takes_and_what_it_needs() -> None:
+    section = README.read_text(encoding="utf-8").split("## Development", 1)[1]
+    assert re.search(r"`bash scripts/test-all\.sh` takes about \d+ minutes", section)
+    for script in ("install-pi.sh", "install-sshd.sh", "install-browser.sh"):
+        assert f"`scripts/{script}`" in section
+        assert (README.parent / "scripts" / script).is_file()
+    for need in ("npm registry", "pyenv", "3.10", "3.13", "sshd", "Chromium"):
+        assert need in section
 
 
 PYPI = README.parent / "PYPI.md"
