@@ -296,12 +296,44 @@ class Raw:
         assert isinstance(message, dict)
         return message
 
-    def read_until(self, kind: str) -> list[dict[str, Any]]:
-        """Every line up to and including the first of type ``kind``."""
+    def read_until(
+        self, kind: str, *, pong: bool = False, within: float = 4 * TIMEOUT
+    ) -> list[dict[str, Any]]:
+        """Every line up to and including the first of type ``kind``, within ``within``
+        seconds; with ``pong``, each ping on the way is answered (alive until then)."""
+        deadline = time.monotonic() + within
         seen = [self.read()]
         while seen[-1]["type"] != kind:
+            if pong and seen[-1]["type"] == "ping":
+                self.sock.sendall(b'{"type":"pong"}\n')
+            assert time.monotonic() < deadline, f"no {kind} within {within:g} s: {seen}"
             seen.append(self.read())
         return seen
+
+    def alive_until(self, kind: str) -> Callable[[], list[dict[str, Any]]]:
+        """Answer pings on a thread until a line of type ``kind`` comes, and from then on say
+        nothing: alive however long the test's own steps take meanwhile (a loaded machine may
+        take longer than the ping limit to open a form). Returns the wait for those lines."""
+        seen: list[dict[str, Any]] = []
+        failed: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                seen.extend(self.read_until(kind, pong=True))
+            except BaseException as exc:  # (raised again by the wait)
+                failed.append(exc)
+
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+
+        def wait() -> list[dict[str, Any]]:
+            thread.join(5 * TIMEOUT)  # (read_until is bounded: 4 * TIMEOUT)
+            assert not thread.is_alive(), f"no {kind} line"
+            if failed:
+                raise failed[0]
+            return seen
+
+        return wait
 
     def close(self) -> None:
         self.reader.close()
@@ -329,10 +361,12 @@ def test_only_answerers_that_answer_pings_are_pinged_and_dropped(pi: PiProcess) 
     watcher = Raw(pi.socket_path, {"type": "hello", "version": 1, "role": "observer", "pong": 1})
     silent = Raw(pi.socket_path, answerer(1))
     try:
+        # Alive until the form reaches it, then silent: pings, then goodbye.
+        form_reached = silent.alive_until("event")
         since = call(pi, "kept")
-        silent_saw = silent.read_until("goodbye")  # the event, pings, then goodbye
-        assert silent_saw[0]["data"]["flowId"] == "tool:kept"
-        pings = silent_saw[1:-1]
+        assert form_reached()[-1]["data"]["flowId"] == "tool:kept"
+        silent_saw = silent.read_until("goodbye")
+        pings = silent_saw[:-1]
         assert pings
         assert all(line == {"type": "ping"} for line in pings)
         assert silent_saw[-1]["reason"] == "unresponsive"
@@ -417,8 +451,11 @@ def test_another_answerer_within_the_grace_period_gets_the_form_of_a_dropped_one
     ) as pi:
         silent = Raw(pi.socket_path, answerer(1))
         try:
+            # Alive until the form reaches it, then silent: dropped while it provided the form.
+            form_reached = silent.alive_until("event")
             since = call(pi, "handed-over")
-            assert silent.read_until("goodbye")[0]["data"]["flowId"] == "tool:handed-over"
+            assert form_reached()[-1]["data"]["flowId"] == "tool:handed-over"
+            assert silent.read_until("goodbye")[-1]["reason"] == "unresponsive"
         finally:
             silent.close()
         # dropped while it provided the form: the form waits for the grace period ...
@@ -435,7 +472,7 @@ def test_another_answerer_within_the_grace_period_gets_the_form_of_a_dropped_one
                     },
                 }).encode() + b"\n"
             )  # fmt: skip
-            channels = {line.get("channel") for line in other.read_until("event")}
+            channels = {line.get("channel") for line in other.read_until("event", pong=True)}
             assert channels & {"pi-agent-ask:completed", "pi-agent-ask:submit-result"}
         finally:
             other.close()
