@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from pi_ask_sdk.transports.relay import local_socket_pid, pid_alive, relay_dir
+from pi_ask_sdk.transports.relay import listening_socket_path, pid_alive, relay_dir
 
 __all__ = ["PiProcessInfo", "find_pi_processes"]
 
@@ -86,8 +86,8 @@ def find_pi_processes(proc: Path = Path("/proc")) -> list[PiProcessInfo] | None:
             path
             for link in links
             if link.startswith("socket:[")
-            and (path := listening.get(link[8:-1])) is not None
-            and local_socket_pid(path.name) is not None
+            and (bound := listening.get(link[8:-1])) is not None
+            and (path := listening_socket_path(bound)) is not None
         )
         env = _environment(entry)
         found.append(PiProcessInfo(pid, sockets, None if env is None else relay_dir(env)))

@@ -115,9 +115,10 @@ def test_find_pi_processes_reads_sockets_and_environment_from_proc(tmp_path: Pat
     (other / "comm").write_text("init\n")
     (other / "cmdline").write_bytes(b"/sbin/init\0")
     sock = relay / f"pi-{pid}.sock"
+    bound = relay / f".pi-{pid}.new"  # the name the relay bound, then renamed to sock
     (proc / "net" / "unix").write_text(
         "Num       RefCount Protocol Flags    Type St Inode Path\n"
-        f"0000000000000000: 00000002 00000000 00010000 0001 01 424242 {sock}\n"
+        f"0000000000000000: 00000002 00000000 00010000 0001 01 424242 {bound}\n"
         "0000000000000000: 00000002 00000000 00000000 0001 03 424243 /tmp/not-listening\n"
     )
     assert find_pi_processes(proc) == [PiProcessInfo(pid, (sock,), relay)]

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import json
 import os
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -65,11 +66,19 @@ class FakeRelay:
     async def start(self) -> None:
         self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         os.chmod(self.directory, 0o700)
+        # As the real relay: bound under another name, made private, renamed into place once
+        # it listens (a client never finds the socket refusing, nor with another mode).
+        bound = self.path.with_name(f".{self.path.stem}.new")
+        with contextlib.suppress(FileNotFoundError):
+            bound.unlink()
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.bind(str(bound))
+        os.chmod(bound, 0o600)
         # Lines up to the real relay's MAX_LINE_BYTES (1 MiB), not asyncio's 64 KiB.
         self._server = await asyncio.start_unix_server(
-            self._serve, path=str(self.path), limit=MAX_LINE_BYTES + 1
+            self._serve, sock=sock, limit=MAX_LINE_BYTES + 1
         )
-        os.chmod(self.path, 0o600)
+        os.rename(bound, self.path)
 
     async def stop(self) -> None:
         if self._server is not None:

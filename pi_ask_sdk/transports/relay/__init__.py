@@ -65,13 +65,14 @@ from ._discovery import (
     check_relay_socket,
     discover_relays,
     is_forwarded_name,
+    listening_socket_path,
     local_socket_pid,
     pid_alive,
     relay_dir,
     relay_extension_path,
     resolve_relay,
 )
-from ._transport import RelayTransport, discover
+from ._transport import LISTEN_WAIT, RelayTransport, discover
 from ._wire import (
     CLIENT_HELLO,
     DEFAULT_MAX_LINE_BYTES,
@@ -85,6 +86,7 @@ from ._wire import (
 __all__ = [
     "CLIENT_HELLO",
     "DEFAULT_MAX_LINE_BYTES",
+    "LISTEN_WAIT",
     "MAX_SOCKET_PATH",
     "PING",
     "PROTOCOL",
@@ -106,6 +108,7 @@ __all__ = [
     "discover",
     "discover_relays",
     "is_forwarded_name",
+    "listening_socket_path",
     "local_socket_pid",
     "pid_alive",
     "relay_dir",

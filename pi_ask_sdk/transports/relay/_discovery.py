@@ -38,6 +38,21 @@ def local_socket_pid(name: str) -> int | None:
     return None if match is None else int(match.group(1))
 
 
+_BOUND_RE: Final = re.compile(r"^\.pi-(\d+)\.new$")
+"""The name a relay binds before it listens; renamed to ``pi-<pid>.sock`` once it accepts."""
+
+
+def listening_socket_path(bound: Path) -> Path | None:
+    """The local relay socket served by a listening socket bound at ``bound`` (the path
+    ``/proc/net/unix`` shows), or None if it is no relay's. The relay binds ``.pi-<pid>.new``
+    and renames it to ``pi-<pid>.sock`` once it listens, so that the socket's name appears only
+    when it accepts; the kernel keeps the name it was bound to."""
+    match = _BOUND_RE.match(bound.name)
+    if match is not None:
+        return bound.with_name(f"pi-{match.group(1)}.sock")
+    return bound if local_socket_pid(bound.name) is not None else None
+
+
 def is_forwarded_name(name: str) -> bool:
     """Whether ``name`` (a name in a relay directory, not a path) is a forwarded relay
     socket's: ``pi-<label>.sock``, the label not a pid (where ``ssh -L`` forwards a remote Pi's

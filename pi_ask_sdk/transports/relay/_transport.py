@@ -21,7 +21,6 @@ from pi_ask_sdk.errors import (
     RelayConnectError,
     RelayError,
     RelayHandshakeError,
-    RelayPathNotSocket,
     RelayPathTooLong,
     UnsafeRelayPath,
 )
@@ -40,6 +39,12 @@ from ._wire import (
 log: Final = logging.getLogger("pi_ask_sdk.relay")
 
 _State = Literal["new", "connected", "reconnecting", "closed"]
+
+LISTEN_WAIT: Final = 2.0
+"""Seconds ``open()`` waits for a live Pi's relay socket that is missing or refuses connections:
+a Pi that has just started may not listen yet (or its session is restarting)."""
+_FIRST_POLL: Final = 0.005
+"""Seconds before the first retry of a socket that does not accept yet (doubled each time)."""
 
 
 class RelayTransport:
@@ -184,8 +189,13 @@ class RelayTransport:
     async def open(self, listener: TransportListener) -> None:
         """Find the relay, connect, and wait for its hello and replays.
 
+        The socket of a live Pi that is missing or refuses connections (a Pi that has just
+        started, or whose session restarts) is tried again for ``LISTEN_WAIT`` (2) seconds; a
+        dead Pi's is ``NoRelayFound`` at once.
+
         Raises:
-            NoRelayFound: No running Pi with the relay (or not the one asked for).
+            NoRelayFound: No running Pi with the relay (or not the one asked for, or its relay
+                did not listen within ``LISTEN_WAIT`` seconds).
             AmbiguousRelay: Several Pis and none chosen.
             UnsafeRelayPath: The directory or socket breaks the same-user rules.
             RelayPathTooLong: The socket path is too long for a Unix socket.
@@ -201,7 +211,7 @@ class RelayTransport:
         )
         self._listener = listener
         try:
-            await self._connect()
+            await self._connect_when_listening()
         except BaseException:
             self._state = "closed"
             self._listener = None
@@ -253,13 +263,38 @@ class RelayTransport:
 
     # --- connecting ---
 
+    async def _connect_when_listening(self) -> None:
+        """``_connect``, retried for ``LISTEN_WAIT`` seconds while the socket is missing or
+        refuses connections (``NoRelayFound``) and its Pi lives. A dead Pi's socket fails at
+        once, and so does a forwarded one (its pid means nothing here)."""
+        info = self._info
+        assert info is not None
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + LISTEN_WAIT
+        delay = _FIRST_POLL
+        while True:
+            try:
+                await self._connect()
+                return
+            except NoRelayFound:
+                if info.forwarded or not pid_alive(info.pid) or loop.time() + delay > deadline:
+                    raise
+                if delay == _FIRST_POLL:
+                    log.debug(
+                        "pi_ask_sdk.relay: Pi %d runs but %s does not accept yet: trying again",
+                        info.pid,
+                        info.path,
+                    )
+            await asyncio.sleep(delay)  # bounded poll: no event tells that a socket listens
+            delay = min(delay * 2, 0.1)
+
     async def _connect(self) -> None:
         """One connection attempt: socket checks, connect, bounded wait for a valid hello."""
         info = self._info
         assert info is not None
         if len(os.fsencode(info.path)) > MAX_SOCKET_PATH:
             raise RelayPathTooLong(info.path)
-        await self._check_socket(info.path)
+        self._check_socket(info.path, 0 if info.forwarded else info.pid)
         loop = asyncio.get_running_loop()
         made: list[RelayProtocol] = []
 
@@ -270,11 +305,12 @@ class RelayTransport:
                     str(info.path),
                 )
             except (ConnectionRefusedError, FileNotFoundError):
-                why = (
-                    "forwarded: is its ssh -L still running?"
-                    if info.forwarded
-                    else "a stale socket: its Pi has exited or its session is restarting"
-                )
+                if info.forwarded:
+                    why = "forwarded: is its ssh -L still running?"
+                elif pid_alive(info.pid):
+                    why = f"Pi {info.pid} runs, but its relay does not listen"
+                else:
+                    why = "a stale socket: its Pi has exited"
                 raise NoRelayFound(
                     info.path.parent, f"{info.path.name} refuses connections ({why})"
                 ) from None
@@ -321,21 +357,17 @@ class RelayTransport:
         if conn.lost:
             self._connection_lost(conn)
 
-    async def _check_socket(self, path: Path) -> None:
-        """``check_relay_socket``, allowing the relay a moment between listen and chmod 0600."""
-        deadline = asyncio.get_running_loop().time() + 0.5
-        while True:
-            try:
-                check_relay_socket(path)
-                return
-            except FileNotFoundError:
-                raise NoRelayFound(path.parent, f"{path.name} does not exist") from None
-            except RelayPathNotSocket:
-                raise  # (no wait makes a file a socket)
-            except UnsafeRelayPath as exc:
-                if exc.path != path or asyncio.get_running_loop().time() > deadline:
-                    raise
-            await asyncio.sleep(0.01)  # bounded poll: no event tells that chmod ran
+    def _check_socket(self, path: Path, pid: int) -> None:
+        """``check_relay_socket``; a missing socket or directory is ``NoRelayFound``."""
+        try:
+            check_relay_socket(path)
+        except FileNotFoundError:
+            why = (
+                f" (Pi {pid} runs, but its relay does not listen here)"
+                if pid and pid_alive(pid)
+                else ""
+            )
+            raise NoRelayFound(path.parent, f"{path.name} does not exist{why}") from None
 
     # --- callbacks from the protocol ---
 

@@ -92,6 +92,12 @@ function pingTimeoutMs(ms: number, interval: number): number {
 
 const SESSION_END_REASONS = new Set(["quit", "reload", "new", "resume", "fork"]);
 const SOCKET_NAME_RE = /^pi-(\d+)\.sock$/;
+/** The name a relay binds before it listens (renamed to pi-<pid>.sock once it accepts): hidden,
+ * not a socket name clients look for, and no longer than the socket's name. */
+const BOUND_NAME_RE = /^\.pi-(\d+)\.new$/;
+function boundName(pid: number): string {
+	return `.pi-${pid}.new`;
+}
 
 type ErrorCode = "bad_json" | "line_too_long" | "unknown_type" | "forbidden_channel" | "bad_message";
 
@@ -199,7 +205,8 @@ function prepareDir(dir: string): string | undefined {
 	return undefined;
 }
 
-/** Unlinks sockets of dead Pi processes (and our own pid's leftover). Never touches live ones. */
+/** Unlinks sockets of dead Pi processes (and our own pid's leftover), and the names they bound
+ * before listening. Never touches live ones. */
 function removeStaleSockets(dir: string): void {
 	let names: string[];
 	try {
@@ -208,7 +215,7 @@ function removeStaleSockets(dir: string): void {
 		return;
 	}
 	for (const name of names) {
-		const m = SOCKET_NAME_RE.exec(name);
+		const m = SOCKET_NAME_RE.exec(name) ?? BOUND_NAME_RE.exec(name);
 		if (!m) continue;
 		const pid = Number(m[1]);
 		let stale = pid === process.pid;
@@ -897,6 +904,10 @@ class Relay {
 			return;
 		}
 		removeStaleSockets(dir);
+		// Bound under another name and renamed into place once listening and private: a client
+		// that finds pi-<pid>.sock is never refused (bind() makes the file before listen()) and
+		// never finds it with another mode.
+		const boundPath = path.join(dir, boundName(process.pid));
 		const server = net.createServer((socket) => {
 			try {
 				this.onConnection(socket);
@@ -912,12 +923,14 @@ class Relay {
 		this.server = server;
 		this.socketPath = socketPath;
 		reg.current = this;
-		server.listen(socketPath, () => {
+		server.listen(boundPath, () => {
+			if (this.server !== server) return; // closed meanwhile (libuv unlinked the bound name)
 			try {
-				fs.chmodSync(socketPath, 0o600);
+				fs.chmodSync(boundPath, 0o600);
+				fs.renameSync(boundPath, socketPath);
 				this.socketIno = fs.statSync(socketPath).ino;
 			} catch (e) {
-				logErrorOnce(`chmod:${socketPath}`, `cannot chmod ${socketPath}: ${(e as Error).message}`);
+				logErrorOnce(`publish:${socketPath}`, `cannot make ${socketPath} private and put it in place: ${(e as Error).message}`);
 				this.close("unknown");
 			}
 		});
@@ -1003,19 +1016,20 @@ class Relay {
 		}
 		this.clients.clear();
 		this.answerers = 0;
-		if (server) {
-			try {
-				server.close(); // libuv unlinks the path synchronously here
-			} catch {
-				// already closed
-			}
-		}
+		// The name goes before the socket stops accepting: a client that finds it is not refused.
 		if (socketPath) {
 			try {
 				const st = fs.lstatSync(socketPath);
-				if (ino === undefined || st.ino === ino) fs.unlinkSync(socketPath);
+				if (st.ino === ino) fs.unlinkSync(socketPath); // (not yet renamed: the name is not ours)
 			} catch {
 				// already gone
+			}
+		}
+		if (server) {
+			try {
+				server.close(); // libuv unlinks the bound name synchronously (gone once renamed)
+			} catch {
+				// already closed
 			}
 		}
 	}
