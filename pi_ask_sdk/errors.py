@@ -162,8 +162,9 @@ ApprovalProblem = Literal["question_not_in_form", "value_not_in_question", "unkn
 """What ``ApprovalMappingError`` found wrong in an approval mapping: a question the form does not
 have, a value its question does not offer, or a button the mapping does not name."""
 ConnectionLostReason = Literal["session_ended", "disconnected", "closed"]
-"""Why ``ConnectionLost`` was raised: Pi's session ended, the connection to the host is gone, or
-the client was closed."""
+"""Why ``ConnectionLost`` was raised: Pi's session ended (or the connection was lost and the
+transport reconnects), the connection to the host is gone for good, or the client was closed;
+always the reason the client's events give for the same loss."""
 
 
 def _quoted(names: Iterable[str]) -> str:

@@ -41,8 +41,11 @@ __all__ = [
 ]
 
 NotSentReason = Literal["session_ended", "disconnected", "closed", "flow_completed"]
-"""Why ``respond`` sent nothing: the session ended, the connection dropped, the client was
-closed, or the flow had already completed (e.g. answered in Pi meanwhile)."""
+"""Why ``respond`` sent nothing: the session ended (also a connection lost while the transport
+reconnects: its forms are replayed, serve on), the connection is gone for good
+(``disconnected``: the client's events have said ``SessionEnded("disconnected")``), the client
+was closed, or the flow had already completed (e.g. answered in Pi meanwhile). The reason is
+the one the client's events give for the same loss."""
 
 
 class _NoTruthValue:
@@ -183,8 +186,10 @@ class SubmitLost(_NoTruthValue, msgspec.Struct, frozen=True):
 
 @final
 class SubmitNotSent(_NoTruthValue, msgspec.Struct, frozen=True):
-    """``respond`` sent nothing: the flow was already gone (``reason``: its session ended, the
-    connection dropped, the client closed, or it completed first, e.g. answered in Pi)."""
+    """``respond`` sent nothing: the flow was already gone (``reason``: its session ended or
+    the connection was lost while the client reconnects (``session_ended``), the connection is
+    gone for good (``disconnected``), the client closed, or it completed first, e.g. answered
+    in Pi). The reason matches the ``SessionEnded`` event of the same loss."""
 
     flow_id: FlowId
     reason: NotSentReason

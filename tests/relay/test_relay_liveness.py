@@ -26,6 +26,7 @@ from pi_ask_sdk import (
     BridgeClient,
     SessionEnded,
     SubmitLost,
+    SubmitNotSent,
     SyncBridgeClient,
 )
 from pi_ask_sdk.transports.relay import PING, RelayTransport
@@ -229,3 +230,79 @@ async def test_a_dropped_connection_loses_its_pending_submit_and_says_why(
     assert "unresponsive" in warning.getMessage()
     if not reconnect:  # the reason it gave up says so
         assert "the relay dropped the connection (unresponsive)" in caplog.text
+
+
+@contextmanager
+def dropping_relay(directory: Path) -> Iterator[tuple[Path, threading.Event, threading.Event]]:
+    """A relay on a thread of its own that replays one form, then, once ``drop`` is set, says
+    goodbye (``unresponsive``) and closes the connection (setting ``dropped``) while the
+    client's loop is blocked, as the real relay drops a frozen answerer. It takes the client's
+    reconnection and holds it."""
+    path = make_private_dir(directory) / f"pi-{os.getpid()}.sock"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    path.chmod(0o600)
+    server.listen(1)
+    server.settimeout(WAIT)
+    drop, dropped, finished = threading.Event(), threading.Event(), threading.Event()
+    problems: list[BaseException] = []
+
+    def serve() -> None:
+        try:
+            conn, _ = server.accept()
+            with conn:
+                conn.sendall(line({**HELLO, "socket": str(path), "replaying": 1}))
+                conn.sendall(event("pi-agent-ask:started", STARTED, replay=True))
+                assert drop.wait(WAIT)
+                goodbye = {"type": "goodbye", "reason": "unresponsive", "message": "no pong"}
+                conn.sendall(line(goodbye))
+            dropped.set()
+            again, _ = server.accept()  # the client reconnects: it is still open
+            with again:
+                again.sendall(line({**HELLO, "socket": str(path)}))
+                finished.wait(WAIT)  # (the client's loop may be blocked by the test's end)
+        except BaseException as exc:  # reported by the test
+            problems.append(exc)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield path, drop, dropped
+    finally:
+        finished.set()
+        server.close()
+        thread.join(2 * WAIT)
+        assert not problems, problems
+
+
+@pytest.mark.asyncio
+async def test_a_late_submit_after_the_relay_dropped_the_client_says_what_the_events_say(
+    tmp_path: Path,
+) -> None:
+    with dropping_relay(tmp_path / "relay") as (path, drop, dropped):
+        transport = RelayTransport(path)
+        async with BridgeClient(transport) as client:
+            events = client.events()
+            [flow] = client.open_flows.values()
+            drop.set()
+            # The client is frozen while the relay drops it (its event loop blocked here) ...
+            assert dropped.wait(WAIT)
+            # ... and then submits twice before it reads what the relay said: the first write
+            # finds the connection gone, the second submit a connection that is closing.
+            first, second = await asyncio.gather(
+                client.respond(flow, choose(flow, "a"), timeout=WAIT),
+                client.respond(flow, choose(flow, "a"), timeout=WAIT),
+            )
+            assert isinstance(first, SubmitLost)
+            assert first.reason == "session_ended"
+            assert second == SubmitNotSent(flow.flow_id, "session_ended")
+            assert (await events.next(timeout=WAIT)).kind == "started"
+            assert await events.next(timeout=WAIT) == SessionEnded("session_ended")
+            assert client.is_open  # not disconnected: it reconnects, and serves on
+
+            async def reconnected() -> None:
+                while transport.connections < 2:  # (no event tells of a reconnection)
+                    await asyncio.sleep(0.01)
+
+            await asyncio.wait_for(reconnected(), WAIT)
+            assert transport.is_connected

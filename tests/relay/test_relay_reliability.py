@@ -16,8 +16,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from pi_ask_core import COMPLETED, STARTED, SUBMIT_RESULT
-from pi_ask_sdk import Answer, AnswerBuilder, BridgeClient, FlowView
+from pi_ask_core import COMPLETED, STARTED, SUBMIT_RESULT, CancelResponse, SubmitEvent
+from pi_ask_sdk import Answer, AnswerBuilder, BridgeClient, ConnectionLost, FlowView
 from pi_ask_sdk.transports.relay import (
     NoRelayFound,
     RelayError,
@@ -27,6 +27,7 @@ from pi_ask_sdk.transports.relay import (
 )
 
 from .fake_relay import FakeRelay
+from .test_relay_handshake import HELLO, WAIT, Recorder, fake_relay, line
 
 FORM = {
     "title": "Deploy?",
@@ -268,3 +269,31 @@ async def test_a_submit_with_a_lone_surrogate_is_sent_and_recorded_with_a_replac
     assert b"\\udce9" in json.dumps(relay.received[0]).encode()
     result = msgspec.to_builtins(completed[0])["result"]
     assert result["answers"]["deploy"]["customText"] == "caf\ufffd"
+
+
+@pytest.mark.asyncio
+async def test_a_relay_that_stops_reading_is_dropped_and_a_submit_says_what_the_events_say(
+    tmp_path: Path,
+) -> None:
+    release = asyncio.Event()
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(line({**HELLO, "socket": str(path)}))
+        await asyncio.wait_for(release.wait(), 10 * WAIT)  # reads nothing (a stuck Pi)
+
+    async with fake_relay(tmp_path, handler) as path:
+        recorder = Recorder()
+        transport = RelayTransport(path, hello_timeout=0.5)
+        await transport.open(recorder)
+        try:
+            big = SubmitEvent(request_id="r" * 4_000_000, flow_id="f1", response=CancelResponse())
+            await transport.send(big)  # more than the socket buffers hold: writing pauses
+            with pytest.raises(ConnectionLost) as lost:
+                await transport.send(big)
+            # dropped, as the relay drops a client that stalls, and reconnecting
+            assert lost.value.reason == "session_ended"
+            assert await recorder.next() == ("ended", "session_ended", False)
+            assert not transport.is_connected
+        finally:
+            release.set()
+            await transport.close()

@@ -220,31 +220,46 @@ class RelayTransport:
     async def send(self, payload: SubmitEvent) -> None:
         """Write the submit to the relay (waiting, bounded, while the relay is not reading).
 
+        A submit that cannot be written raises ``ConnectionLost`` with the reason the listener
+        hears for the same loss: ``session_ended`` while the transport reconnects (its forms
+        are replayed on the new connection), ``disconnected`` only once it has given up.
+
         Raises:
-            ConnectionLost: Not connected (``session_ended`` while reconnecting), or the relay
-                did not read in time.
+            ConnectionLost: Not connected, the connection was lost, or the relay did not read
+                for ``hello_timeout`` seconds (the connection is then dropped, as lost).
         """
         conn = self._conn
+        if conn is not None and self._state == "connected" and _closing(conn):
+            # Lost, and asyncio has not told the protocol yet: hear it now, so that the reason
+            # raised below is the one the listener hears.
+            self._connection_lost(conn)
+            conn = self._conn
         if self._state != "connected" or conn is None or conn.transport is None:
-            reason: Literal["session_ended", "disconnected"] = (
-                "session_ended" if self._state == "reconnecting" else "disconnected"
-            )
-            raise ConnectionLost(reason, "not connected to the Pi relay")
+            raise ConnectionLost(self._loss_reason(), "not connected to the Pi relay")
         if not conn.writable.is_set():
             # The relay is not reading: wait for it, bounded, rather than queue without limit.
             try:
                 await within(conn.writable.wait(), self._hello_timeout)
             except asyncio.TimeoutError:
+                if conn is self._conn:  # dropped, as the relay drops a client that stalls
+                    conn.abort()
+                    self._connection_lost(conn)
                 raise ConnectionLost(
-                    "disconnected",
+                    self._loss_reason(),
                     f"the relay has not read our data for {self._hello_timeout:g} s",
                 ) from None
-            if conn.lost:
-                raise ConnectionLost("disconnected", "the relay connection closed")
+            if conn is self._conn and _closing(conn):
+                self._connection_lost(conn)
+            if conn is not self._conn:
+                raise ConnectionLost(self._loss_reason(), "the relay connection closed")
         transport = conn.transport
-        if transport.is_closing():
-            raise ConnectionLost("disconnected", "the relay connection is closing")
+        assert transport is not None
         transport.write(encode_emit(payload))
+
+    def _loss_reason(self) -> Literal["session_ended", "disconnected"]:
+        """What a submit that cannot be sent now is: the session as the listener knows it
+        ended (``session_ended``: reconnecting) or the connection is gone for good."""
+        return "session_ended" if self._state == "reconnecting" else "disconnected"
 
     async def close(self) -> None:
         """Close the connection and stop reconnecting. Idempotent."""
@@ -463,6 +478,12 @@ class RelayTransport:
         self._conn = None
         if listener is not None:
             listener.ended("disconnected")
+
+
+def _closing(conn: RelayProtocol) -> bool:
+    """Whether ``conn`` is lost or closing (asyncio may not have told the protocol yet)."""
+    transport = conn.transport
+    return conn.lost or transport is None or transport.is_closing()
 
 
 def discover(
