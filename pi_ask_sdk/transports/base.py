@@ -17,7 +17,9 @@ Contract:
   thread: the client hands calls from a foreign thread over to its event loop.
 * ``send(payload)`` delivers one submit to the host. An in-process host may answer inside it
   (``submit-result`` and ``completed`` delivered before ``send`` returns); the client has armed
-  its waiter first. Raise ``ConnectionLost`` when the submit cannot be delivered.
+  its waiter first. Raise ``ConnectionLost`` when the submit cannot be delivered, with the
+  reason the listener hears for the same loss (``disconnected`` only once it was told so; a
+  loss first found by ``send`` is told to the listener before it raises).
 * ``close()`` stops delivery; after it the listener is not called again. It is idempotent.
 """
 
@@ -67,7 +69,7 @@ class Transport(Protocol):
         """Deliver one submit to the host.
 
         Raises:
-            ConnectionLost: The submit cannot be delivered.
+            ConnectionLost: The submit cannot be delivered (the reason the listener hears).
         """
         ...
 
