@@ -9,8 +9,9 @@ async. ``to_json`` writes views, responses and outcomes in the wire's shape.
 This root holds what a bridge author uses: the clients, the views, the builders, the outcomes,
 the errors a bridge catches and the JSON helpers. Everything else is imported from its module:
 the whole error tree from ``pi_ask_sdk.errors`` (it draws the tree; every error is a
-``PiAskError``), the transports and their contract from ``pi_ask_sdk.transports`` (the relay's
-from ``pi_ask_sdk.transports.relay``), and the test tooling from ``pi_ask_sdk.testing``
+``PiAskError``), the transports and their contract from ``pi_ask_sdk.transports`` (the relay's,
+and its errors, from ``pi_ask_sdk.transports.relay``; a transport that cannot connect raises a
+``TransportUnavailable``), and the test tooling from ``pi_ask_sdk.testing``
 (``FakeHost``, ``check_transport``, the pytest plugin, the stand-in host, the real-Pi kit, and
 their errors in ``pi_ask_sdk.testing.errors``).
 """
@@ -22,7 +23,6 @@ from .client import (
     ClientStream,
 )
 from .errors import (
-    AmbiguousRelay,
     ApprovalMappingError,
     BridgeError,
     ClientNotOpen,
@@ -36,10 +36,7 @@ from .errors import (
     InvalidOptionNote,
     InvalidResponse,
     InvalidSelection,
-    NoRelayFound,
     PiAskError,
-    RelayError,
-    RelayHandshakeError,
     TransportUnavailable,
     UnknownOption,
     UnknownQuestion,
@@ -97,7 +94,6 @@ __version__ = "0.2.0"
 
 __all__ = [
     "DEFAULT_TIMEOUT",
-    "AmbiguousRelay",
     "Answer",
     "AnswerBuilder",
     "AnyFlow",
@@ -128,15 +124,12 @@ __all__ = [
     "InvalidResponse",
     "InvalidSelection",
     "JsonValue",
-    "NoRelayFound",
     "OptionValue",
     "OptionView",
     "PiAskError",
     "QuestionAnswer",
     "QuestionId",
     "QuestionView",
-    "RelayError",
-    "RelayHandshakeError",
     "RespondOutcome",
     "Response",
     "SelectOption",

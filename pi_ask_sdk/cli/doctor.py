@@ -22,9 +22,11 @@ from pathlib import Path
 from typing import Final, Literal
 
 from pi_ask_core import PiAskError
-from pi_ask_sdk.errors import MAX_SOCKET_PATH, NoRelayFound, RelayPathTooLong
 from pi_ask_sdk.transports.relay import (
+    MAX_SOCKET_PATH,
+    NoRelayFound,
     RelayHello,
+    RelayPathTooLong,
     RelayTransport,
     check_relay_dir,
     check_relay_socket,

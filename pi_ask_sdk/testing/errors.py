@@ -22,7 +22,7 @@ import os
 from typing import TYPE_CHECKING, Literal
 
 from pi_ask_core import PiAskError
-from pi_ask_sdk.errors import MAX_SOCKET_PATH
+from pi_ask_sdk.transports.relay import MAX_SOCKET_PATH
 
 if TYPE_CHECKING:
     from pathlib import Path  # only annotations: importing the errors need not load pathlib

@@ -18,8 +18,7 @@ import pytest
 
 from pi_ask_sdk.cli import main
 from pi_ask_sdk.cli.usage import EXIT_FAILED, EXIT_OK, EXIT_USAGE
-from pi_ask_sdk.errors import UnsafeRelayPath
-from pi_ask_sdk.transports.relay import check_relay_dir
+from pi_ask_sdk.transports.relay import UnsafeRelayPath, check_relay_dir
 from tests.relay.fake_relay import FakeRelay
 
 

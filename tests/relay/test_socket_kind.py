@@ -16,8 +16,12 @@ import pytest
 
 from pi_ask_sdk.cli import main
 from pi_ask_sdk.cli.usage import EXIT_FAILED, EXIT_RUNTIME
-from pi_ask_sdk.errors import RelayPathNotSocket, UnsafeRelayPath
-from pi_ask_sdk.transports.relay import RelayTransport, check_relay_socket
+from pi_ask_sdk.transports.relay import (
+    RelayPathNotSocket,
+    RelayTransport,
+    UnsafeRelayPath,
+    check_relay_socket,
+)
 
 from .fake_relay import FakeRelay
 

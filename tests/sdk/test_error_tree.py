@@ -1,5 +1,6 @@
 """One error tree: everything pi-ask raises is a ``PiAskError``; ``pi_ask_sdk.errors`` draws the
-library's branch and ``pi_ask_sdk.testing.errors`` the test tooling's."""
+library's generic branch, each layer's ``errors`` module its own (the relay's:
+``pi_ask_sdk.transports.relay.errors``) and ``pi_ask_sdk.testing.errors`` the test tooling's."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import importlib
 import re
 import warnings
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -30,6 +32,7 @@ PUBLIC_MODULES = (
     "pi_ask_sdk.testing",
     "pi_ask_sdk.transports",
     "pi_ask_sdk.transports.relay",
+    "pi_ask_sdk.transports.relay.errors",
     "pi_ask_sdk.testing.errors",
     "pi_ask_sdk.testing.realpi",
     "pi_ask_sdk.testing.standin",
@@ -54,23 +57,38 @@ def test_every_exported_exception_is_a_pi_ask_error() -> None:
     assert strays == []
 
 
+def home(kind: type[BaseException]) -> ModuleType:
+    """The errors module that draws and exports ``kind``: the one defining it (a layer's
+    ``errors``), or ``pi_ask_sdk.errors`` for the core's, which it re-exports."""
+    if kind.__module__.split(".")[0] == "pi_ask_core":
+        return errors
+    return importlib.import_module(kind.__module__)
+
+
 def test_the_tree_is_drawn_with_every_error() -> None:
-    trees = (errors.__doc__ or "") + (tooling_errors.__doc__ or "")
     for name, kind in exported_exceptions():
-        assert re.search(rf"(── |^    ){kind.__name__}\b", trees, re.MULTILINE), name
+        tree = home(kind).__doc__ or ""
+        assert re.search(rf"(── |^    ){kind.__name__}\b", tree, re.MULTILINE), name
 
 
-def test_the_library_and_the_tooling_each_export_their_own_errors() -> None:
+def test_each_layer_exports_its_own_errors() -> None:
     for name, kind in exported_exceptions():
+        module = home(kind)
+        assert module.__name__.endswith("errors"), name  # an errors module of its own layer
+        assert kind.__name__ in module.__all__, name
         if issubclass(kind, tooling_errors.ToolingError):
             assert errors.BridgeError not in kind.__mro__, name
-            assert kind.__name__ in tooling_errors.__all__, name
             assert kind.__name__ not in pi_ask_sdk.__all__, name
-            assert kind.__module__ == "pi_ask_sdk.testing.errors", name
+            assert module is tooling_errors, name
         else:
-            assert kind.__name__ in errors.__all__, name  # the library's whole tree
-            assert getattr(errors, kind.__name__) is kind, name
             assert kind.__name__ not in tooling_errors.__all__, name
+
+
+def test_the_central_module_holds_no_relay_error() -> None:
+    from pi_ask_sdk.transports.relay import errors as relay_errors
+
+    assert set(errors.__all__).isdisjoint(relay_errors.__all__)
+    assert "pi_ask_sdk.transports.relay.errors" in (errors.__doc__ or "")  # its one line
 
 
 def test_the_root_exports_only_library_errors() -> None:

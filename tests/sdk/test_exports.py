@@ -53,7 +53,6 @@ ROOT = [
     "SubmitTicket",
     "SubmitTimedOut",
     # the errors a bridge catches
-    "AmbiguousRelay",
     "ApprovalMappingError",
     "BridgeError",
     "ClientNotOpen",
@@ -67,10 +66,7 @@ ROOT = [
     "InvalidOptionNote",
     "InvalidResponse",
     "InvalidSelection",
-    "NoRelayFound",
     "PiAskError",
-    "RelayError",
-    "RelayHandshakeError",
     "TransportUnavailable",
     "UnknownOption",
     "UnknownQuestion",
@@ -93,6 +89,8 @@ ELSEWHERE = {
     "JsonObject": "pi_ask_sdk.serialise",
     "MemoryTransport": "pi_ask_sdk.transports",
     "Transport": "pi_ask_sdk.transports",
+    "NoRelayFound": "pi_ask_sdk.transports.relay",
+    "AmbiguousRelay": "pi_ask_sdk.transports.relay",
     "PiFailed": "pi_ask_sdk.testing.errors",
     "TransportCheckFailed": "pi_ask_sdk.testing.errors",
 }

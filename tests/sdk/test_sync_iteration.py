@@ -11,13 +11,13 @@ import pytest
 import pi_ask_sdk
 from pi_ask_sdk import (
     AnswerBuilder,
-    NoRelayFound,
     SubmitAccepted,
     SyncBridgeClient,
     TransportUnavailable,
     WaitTimeout,
 )
 from pi_ask_sdk.testing import FakeHost, yes_no_params
+from pi_ask_sdk.transports.relay import NoRelayFound
 
 from .conftest import TIMEOUT
 
@@ -48,7 +48,7 @@ def test_an_idle_stream_raises_wait_timeout_after_idle_timeout() -> None:
         assert next(flows).flow_id == "tool:late"  # nothing was lost by the timeout
 
 
-def test_connect_without_a_running_pi_raises_the_exported_relay_error(
+def test_connect_without_a_running_pi_raises_the_relay_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PI_ASK_RELAY_DIR", str(tmp_path / "none"))
@@ -58,18 +58,18 @@ def test_connect_without_a_running_pi_raises_the_exported_relay_error(
     assert caught.value.directory == tmp_path / "none"
 
 
-def test_relay_errors_are_exported_and_loaded_only_on_use() -> None:
+def test_relay_errors_live_in_the_relay_package_and_the_root_loads_none() -> None:
     from pi_ask_sdk.transports import relay
 
     for name in ("AmbiguousRelay", "NoRelayFound", "RelayError", "RelayHandshakeError"):
-        assert name in pi_ask_sdk.__all__
-        assert getattr(pi_ask_sdk, name) is getattr(relay, name)
-    assert pi_ask_sdk.errors.UnsafeRelayPath is relay.UnsafeRelayPath
+        assert name not in pi_ask_sdk.__all__
+        kind = getattr(relay, name)
+        assert kind.__module__ == "pi_ask_sdk.transports.relay.errors"
+        assert issubclass(kind, TransportUnavailable)  # what the root offers to catch
     code = (
         "import sys, pi_ask_sdk\n"
         "assert 'pi_ask_sdk.transports.relay' not in sys.modules\n"
-        "from pi_ask_sdk import NoRelayFound\n"
-        "assert NoRelayFound.__module__ == 'pi_ask_sdk.errors'\n"
+        "from pi_ask_sdk import TransportUnavailable\n"
         "assert 'pi_ask_sdk.transports.relay' not in sys.modules\n"
     )
     done = subprocess.run(

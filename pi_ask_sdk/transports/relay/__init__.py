@@ -3,7 +3,7 @@
 The package is split by concept: ``_discovery`` (relay directory, same-user checks, finding
 live Pis), ``_wire`` (envelopes, line decoding, the submit line), ``_connection`` (one socket:
 framing and handshake) and ``_transport`` (``RelayTransport``: delivery and reconnects). Its
-errors live in ``pi_ask_sdk.errors`` and are re-exported here.
+errors are ``pi_ask_sdk.transports.relay.errors``, exported here too.
 
 The relay (``pi-ask-relay.ts`` beside this module, loaded with ``pi -e "$(pi-ask relay-path)"``)
 listens on a private Unix socket ``<relay dir>/pi-<pid>.sock`` and speaks JSON lines (wire
@@ -46,19 +46,7 @@ uid with mode 0600 (the relay's own rules); anything else raises ``UnsafeRelayPa
 
 from __future__ import annotations
 
-from pi_ask_sdk._relay_info import RelayInfo
-from pi_ask_sdk.errors import (
-    MAX_SOCKET_PATH,
-    AmbiguousRelay,
-    NoRelayFound,
-    RelayConnectError,
-    RelayError,
-    RelayHandshakeError,
-    RelayPathMissing,
-    RelayPathNotSocket,
-    RelayPathTooLong,
-    UnsafeRelayPath,
-)
+from pi_ask_sdk._faces import publish
 
 from ._discovery import (
     check_relay_dir,
@@ -72,6 +60,7 @@ from ._discovery import (
     relay_extension_path,
     resolve_relay,
 )
+from ._relay_info import RelayInfo
 from ._transport import LISTEN_WAIT, RelayTransport, discover
 from ._wire import (
     CLIENT_HELLO,
@@ -81,6 +70,18 @@ from ._wire import (
     RelayHello,
     RelayRole,
     replace_lone_surrogates,
+)
+from .errors import (
+    MAX_SOCKET_PATH,
+    AmbiguousRelay,
+    NoRelayFound,
+    RelayConnectError,
+    RelayError,
+    RelayHandshakeError,
+    RelayPathMissing,
+    RelayPathNotSocket,
+    RelayPathTooLong,
+    UnsafeRelayPath,
 )
 
 __all__ = [
@@ -116,3 +117,5 @@ __all__ = [
     "replace_lone_surrogates",
     "resolve_relay",
 ]
+
+publish(__name__, __all__, globals())

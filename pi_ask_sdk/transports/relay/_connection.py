@@ -10,7 +10,6 @@ from typing import Final, Protocol
 import msgspec
 
 from pi_ask_core import SUBMIT_RESULT, Skipped, decode_event
-from pi_ask_sdk.errors import RelayHandshakeError
 
 from ._wire import (
     PING,
@@ -28,6 +27,7 @@ from ._wire import (
     decode_envelope,
     encode_client_hello,
 )
+from .errors import RelayHandshakeError
 
 log: Final = logging.getLogger("pi_ask_sdk.relay")
 

@@ -13,8 +13,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Final
 
-from pi_ask_sdk._relay_info import RelayInfo
-from pi_ask_sdk.errors import (
+from ._relay_info import RelayInfo
+from .errors import (
     MAX_SOCKET_PATH,
     AmbiguousRelay,
     NoRelayFound,

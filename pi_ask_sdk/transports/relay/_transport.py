@@ -10,30 +10,28 @@ from pathlib import Path
 from typing import Final, Literal
 
 from pi_ask_core import SubmitEvent
-from pi_ask_sdk._relay_info import RelayInfo
 from pi_ask_sdk._tasks import within
-from pi_ask_sdk.errors import (
-    MAX_SOCKET_PATH,
-    ConnectionLost,
-    InvalidArgument,
-    InvalidUse,
-    NoRelayFound,
-    RelayConnectError,
-    RelayError,
-    RelayHandshakeError,
-    RelayPathTooLong,
-    UnsafeRelayPath,
-)
+from pi_ask_sdk.errors import ConnectionLost, InvalidArgument, InvalidUse
 from pi_ask_sdk.transports.base import TransportListener
 
 from ._connection import RelayProtocol
 from ._discovery import check_relay_socket, pid_alive, resolve_relay
+from ._relay_info import RelayInfo
 from ._wire import (
     DEFAULT_MAX_LINE_BYTES,
     RelayHello,
     RelayRole,
     encode_client_hello,
     encode_emit,
+)
+from .errors import (
+    MAX_SOCKET_PATH,
+    NoRelayFound,
+    RelayConnectError,
+    RelayError,
+    RelayHandshakeError,
+    RelayPathTooLong,
+    UnsafeRelayPath,
 )
 
 log: Final = logging.getLogger("pi_ask_sdk.relay")
@@ -89,8 +87,6 @@ class RelayTransport:
     Raises:
         InvalidArgument: ``role`` is neither.
     """
-
-    __module__ = "pi_ask_sdk.transports.relay"  # documented where users import it from
 
     def __init__(
         self,

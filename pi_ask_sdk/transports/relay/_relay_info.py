@@ -1,5 +1,5 @@
-"""Internal: ``RelayInfo``, what discovery finds (``pi_ask_sdk.transports.relay`` exports it);
-here, beside no transport code, so that ``errors`` (``AmbiguousRelay``) can name it."""
+"""``RelayInfo``: a relay socket that discovery finds (in a module of its own, which the
+relay's errors can name without importing discovery)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pathlib import Path  # only annotations: `import pi_ask_sdk` need not load pathlib
+    from pathlib import Path  # only annotations: importing RelayInfo need not load pathlib
 
 __all__ = ["RelayInfo"]
 
@@ -19,8 +19,6 @@ class RelayInfo:
     ``forwarded`` marks a socket that forwards to a relay elsewhere (``ssh -L``), named
     ``pi-<label>.sock``: its ``pid`` is 0 (unknown here) until a hello tells it.
     """
-
-    __module__ = "pi_ask_sdk.transports.relay"  # documented where users import it from
 
     pid: int
     path: Path
