@@ -1,20 +1,42 @@
 """Connects to a relay socket the moment its name appears (``python -m
 tests.integration.socket_watcher PATH BURST``), in a process of its own so that nothing else
-delays it: for each new socket at ``PATH`` (a new inode, or the same one renamed in again) it
-connects ``BURST`` times at once, then prints ``<ok> <refused> <missing>`` (each connect's
-outcome; ``missing``: the name went before the connect) and waits for the next one. It spins
-(no event tells that a name appeared) and stops at end of input on stdin."""
+delays it: for each new socket at ``PATH`` it connects ``BURST`` times at once, then prints
+``<ok> <refused> <missing>`` (each connect's outcome; ``missing``: the name went before the
+connect) and waits for the next one. It spins (no event tells that a name appeared) and stops
+at end of input on stdin.
+
+A socket is new when its relay session is: the name's inode and ctime change as the name is
+unlinked too, and the ``sessionId`` of the hello the first accepted connect reads tells such a
+going socket (the one last reported) from a new one.
+"""
 
 from __future__ import annotations
 
+import json
 import os
 import select
 import socket
 import sys
 
+HELLO_WAIT = 10.0
+"""Bound of the wait for a hello on an accepted connection."""
+
+
+def session_of(sock: socket.socket) -> str:
+    """The ``sessionId`` of the hello the relay sends first on ``sock``; "" when none comes (a
+    connection the closing relay never took)."""
+    sock.settimeout(HELLO_WAIT)
+    try:
+        with sock.makefile("rb") as reader:
+            hello = json.loads(reader.readline())
+        return str(hello["sessionId"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
+
 
 def main(path: str, burst: int) -> None:
     last: tuple[int, int] | None = None
+    reported = ""
     while True:
         if select.select([sys.stdin], [], [], 0)[0] and not sys.stdin.readline():
             return  # end of input: the test is done
@@ -27,19 +49,28 @@ def main(path: str, burst: int) -> None:
             continue
         last = seen
         counts = {"ok": 0, "refused": 0, "missing": 0}
+        accepted: list[socket.socket] = []
         for _ in range(burst):
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             try:
                 sock.connect(path)
-                counts["ok"] += 1
             except ConnectionRefusedError:
                 counts["refused"] += 1
+                sock.close()
             except FileNotFoundError:
                 counts["missing"] += 1
-            finally:
                 sock.close()
-        if counts["missing"] == burst:
-            continue  # the name was going (its inode changes as it is unlinked): no new socket
+            else:
+                counts["ok"] += 1
+                accepted.append(sock)
+        try:
+            session = session_of(accepted[0]) if accepted else ""
+        finally:
+            for sock in accepted:
+                sock.close()
+        if not counts["refused"] and session in ("", reported):
+            continue  # the last socket as its name goes: not a new one
+        reported = session
         print(counts["ok"], counts["refused"], counts["missing"], flush=True)
 
 

@@ -91,6 +91,8 @@ def test_every_connect_made_as_the_socket_appears_is_accepted(
             for session in range(SESSIONS):
                 if session:
                     pi.new_session()  # its relay closes, and listens on a new socket
+                    # in place once the new session has started, as a client told of it expects
+                    assert pi.socket_path.exists()
                 for i, count in enumerate(watcher.next_socket()):
                     totals[i] += count
         finally:

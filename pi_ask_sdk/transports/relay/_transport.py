@@ -288,7 +288,12 @@ class RelayTransport:
                 await self._connect()
                 return
             except NoRelayFound:
-                if info.forwarded or not pid_alive(info.pid) or loop.time() + delay > deadline:
+                if (
+                    info.forwarded
+                    or self._state == "closed"
+                    or not pid_alive(info.pid)
+                    or loop.time() + delay > deadline
+                ):
                     raise
                 if delay == _FIRST_POLL:
                     log.debug(

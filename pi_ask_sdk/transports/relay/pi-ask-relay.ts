@@ -923,8 +923,11 @@ class Relay {
 		this.server = server;
 		this.socketPath = socketPath;
 		reg.current = this;
-		server.listen(boundPath, () => {
-			if (this.server !== server) return; // closed meanwhile (libuv unlinked the bound name)
+		let published = false;
+		const publish = (): void => {
+			// (not if closed meanwhile: libuv unlinked the bound name)
+			if (published || this.server !== server) return;
+			published = true;
 			try {
 				fs.chmodSync(boundPath, 0o600);
 				fs.renameSync(boundPath, socketPath);
@@ -933,7 +936,12 @@ class Relay {
 				logErrorOnce(`publish:${socketPath}`, `cannot make ${socketPath} private and put it in place: ${(e as Error).message}`);
 				this.close("unknown");
 			}
-		});
+		};
+		server.listen(boundPath, publish);
+		// Node binds and listens on a path at once (only "listening" is emitted later): the name is
+		// put in place now, so it exists when session_start has run, as a client that was told
+		// of the new session expects.
+		if (server.listening) publish();
 		server.unref(); // the relay must never keep Pi alive
 		if (PING_MS > 0) {
 			this.lastTick = monotonic();
