@@ -43,15 +43,6 @@ MAX_SOCKET_PATH: Final = 107
 """Longest Unix socket path in bytes (``sun_path`` is 108 bytes with its terminating NUL)."""
 
 
-def _too_long(path: Path, what: str, remedy: str) -> str:
-    """The message of a socket path that does not fit: the path, its length, the limit, the fix."""
-    size = len(os.fsencode(path))
-    return (
-        f"The {what} path {path} is {size} bytes, longer than the {MAX_SOCKET_PATH} bytes a "
-        f"Unix socket path may have. {remedy}"
-    )
-
-
 class RelayError(TransportUnavailable):
     """Base of the relay transport's errors (code ``transport_unavailable``)."""
 
@@ -126,12 +117,9 @@ class RelayPathTooLong(RelayError):
     def __init__(self, path: Path) -> None:
         self.path = path
         super().__init__(
-            _too_long(
-                path,
-                "relay socket",
-                "Set PI_ASK_RELAY_DIR to a shorter directory (the same for Pi and for this "
-                "client).",
-            )
+            f"The relay socket path {path} is {len(os.fsencode(path))} bytes, longer than the "
+            f"{MAX_SOCKET_PATH} bytes a Unix socket path may have. Set PI_ASK_RELAY_DIR to a "
+            "shorter directory (the same for Pi and for this client)."
         )
 
 

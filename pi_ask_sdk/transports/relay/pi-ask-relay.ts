@@ -1028,7 +1028,7 @@ class Relay {
 		if (socketPath) {
 			try {
 				const st = fs.lstatSync(socketPath);
-				if (st.ino === ino) fs.unlinkSync(socketPath); // (not yet renamed: the name is not ours)
+				if (st.ino === ino) fs.unlinkSync(socketPath); // (only if ours: not before the rename)
 			} catch {
 				// already gone
 			}
