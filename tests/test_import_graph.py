@@ -357,8 +357,6 @@ def hand_set_modules(path: Path) -> list[str]:
 
 
 STILL_HAND_SET = (
-    "pi_ask_sdk._relay_info",
-    "pi_ask_sdk.transports.relay",
     "pi_ask_sdk.transports.nats",
     "pi_ask_sdk.fleet",
 )
