@@ -5,9 +5,10 @@ delays it: for each new socket at ``PATH`` it connects ``BURST`` times at once, 
 connect) and waits for the next one. It spins (no event tells that a name appeared) and stops
 at end of input on stdin.
 
-A socket is new when its relay session is: the name's inode and ctime change as the name is
-unlinked too, and the ``sessionId`` of the hello the first accepted connect reads tells such a
-going socket (the one last reported) from a new one.
+A socket is new when its relay session is. The name's inode and ctime tell when to look (they
+change as a name is unlinked too, and a new socket may get the inode just freed, with a ctime
+of the same clock tick), and the ``sessionId`` of the hello the first accepted connect reads
+tells a going socket (the one last reported) from a new one.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ def main(path: str, burst: int) -> None:
         try:
             st = os.lstat(path)
         except FileNotFoundError:
+            last = None  # what appears next is new, whatever its inode and ctime
             continue
         seen = (st.st_ino, st.st_ctime_ns)
         if seen == last:
@@ -69,7 +71,8 @@ def main(path: str, burst: int) -> None:
             for sock in accepted:
                 sock.close()
         if not counts["refused"] and session in ("", reported):
-            continue  # the last socket as its name goes: not a new one
+            last = None  # the last socket as its name goes: look again at what comes next
+            continue
         reported = session
         print(counts["ok"], counts["refused"], counts["missing"], flush=True)
 
