@@ -240,10 +240,15 @@ class BridgeProcess:
     """``tests/fleet/bridge_proc.py`` in its own process: answers the forms whose tool call id
     starts with its prefix and prints one JSON line per outcome (and ``ready`` once open)."""
 
-    def __init__(self, url: str, host_id: str, pid: int, prefix: str) -> None:
-        self.args = [
-            sys.executable, "-m", "tests.fleet.bridge_proc", url, host_id, str(pid), prefix,
-        ]  # fmt: skip
+    def __init__(
+        self, url: str, host_id: str, pid: int, prefix: str, *, serve_timeout: float = 0.0
+    ) -> None:
+        """``serve_timeout``: serve every Pi (``--serve``) with that forwarder timeout."""
+        module = [sys.executable, "-m", "tests.fleet.bridge_proc"]
+        if serve_timeout:
+            self.args = [*module, "--serve", url, str(serve_timeout), prefix]
+        else:
+            self.args = [*module, url, host_id, str(pid), prefix]
         self.process: subprocess.Popen[bytes] | None = None
         self.lines: asyncio.Queue[dict[str, str]] = asyncio.Queue()
         self._reader: threading.Thread | None = None

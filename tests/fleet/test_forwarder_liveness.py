@@ -16,7 +16,7 @@ from pi_ask_sdk.testing import yes_no_params
 from pi_ask_sdk.transports.nats import Fleet, FleetPi, FleetPiNotFound, FleetSettings
 
 from .conftest import Host
-from .kit import ForwarderProcess, relay_answered, yes
+from .kit import BridgeProcess, ForwarderProcess, relay_answered, yes
 
 TIMEOUT = 3.0  # the bridge's forwarder_timeout (10 s by default)
 
@@ -119,3 +119,36 @@ async def test_forms_still_open_are_served_again_when_a_forwarder_comes_back(
     assert not second.is_open
     assert relay_answered(relay, first.flow_id) == 1
     assert relay_answered(relay, second.flow_id) == 1
+
+
+@pytest.mark.asyncio
+async def test_a_bridge_resumed_after_a_stop_past_the_timeout_serves_every_pi_again(
+    host: Host,
+) -> None:
+    """Stops: the bridge process (SIGSTOP) for longer than its forwarder timeout, then resumes
+    it (SIGCONT). On resume it first counts the forwarder gone (its Pis' clients end), then
+    hears its buffered heartbeats: its handlers, which linger 0.2 s after their stream ends,
+    must be started again, and every form is answered once (lost 0, doubled 0)."""
+    relay = await host.start_pi()
+    await host.start_forwarder()
+    bridge = BridgeProcess(host.url, "", 0, "", serve_timeout=2.5)
+    bridge.start()
+    try:
+        assert await bridge.next(30) == {"ready": "1"}
+        assert await bridge.next(30) == {"served": str(relay.pid)}
+        before = relay.open_form(yes_no_params(), "before")
+        assert (await bridge.next(30))["outcome"] == "accepted"
+        bridge.pause()
+        # The stop's length is the fault: past the bridge's forwarder timeout (2.5 s).
+        await asyncio.sleep(5.0)
+        bridge.resume()
+        assert await bridge.next(30) == {"served": str(relay.pid)}  # served again
+        after = [relay.open_form(yes_no_params(), f"after-{n}") for n in range(3)]
+        outcomes = [await bridge.next(30) for _ in after]
+    finally:
+        bridge.stop()
+    assert {o["call"] for o in outcomes} == {"after-0", "after-1", "after-2"}
+    assert {o["outcome"] for o in outcomes} == {"accepted"}
+    for handle in [before, *after]:
+        assert not handle.is_open, handle.tool_call_id
+        assert relay_answered(relay, handle.flow_id) == 1, handle.tool_call_id

@@ -475,7 +475,8 @@ class Fleet:
             timeout: Seconds to wait for the fleet's list of Pis.
         """
         stop = asyncio.Event() if stop is None else stop
-        serving: dict[tuple[str, int], asyncio.Task[None]] = {}
+        serving: dict[tuple[str, int], tuple[asyncio.Task[None], NatsTransport]] = {}
+        lingering: set[asyncio.Task[None]] = set()  # handlers of ended transports, returning
         states: dict[tuple[str, int], PiState] = {}
         loop = asyncio.get_running_loop()
 
@@ -483,10 +484,18 @@ class Fleet:
             if state.state != "up" or stop.is_set() or not self.forwarder_alive(state.host):
                 return
             key = (state.host, state.pid)
-            task = serving.get(key)
-            if task is None or task.done():
-                pi = FleetPi._from_state(state)
-                serving[key] = loop.create_task(self._serve_one(handler, pi, request_id_prefix))
+            current = serving.get(key)
+            if current is not None and not current[0].done():
+                if not current[1].is_ended:
+                    return
+                # Its transport ended (the forwarder was gone): the Pi is back, so it is served
+                # again now, whatever its old handler is still doing.
+                lingering.add(current[0])
+                current[0].add_done_callback(lingering.discard)
+            pi = FleetPi._from_state(state)
+            transport = self.transport(pi.host, pi.pid)
+            task = loop.create_task(self._serve_one(handler, pi, transport, request_id_prefix))
+            serving[key] = (task, transport)
 
         def on_state(msg: Msg) -> None:
             state = _state(msg)
@@ -523,11 +532,14 @@ class Fleet:
         finally:
             self._host_watchers.remove(on_host)
             await follower.stop()
-            await cancel_and_wait(serving.values(), what="Pi handlers")
+            tasks = [task for task, _ in serving.values()] + list(lingering)
+            await cancel_and_wait(tasks, what="Pi handlers")
 
-    async def _serve_one(self, handler: FleetHandler, pi: FleetPi, prefix: str) -> None:
+    async def _serve_one(
+        self, handler: FleetHandler, pi: FleetPi, transport: NatsTransport, prefix: str
+    ) -> None:
         try:
-            async with BridgeClient(self.transport(pi.host, pi.pid), request_id_prefix=prefix) as c:
+            async with BridgeClient(transport, request_id_prefix=prefix) as c:
                 await handler(c, pi)
         except asyncio.CancelledError:
             raise

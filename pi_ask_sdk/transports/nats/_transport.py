@@ -195,6 +195,12 @@ class NatsTransport:
         """Whether the transport follows its Pi live (its snapshot delivered)."""
         return self._phase == "live"
 
+    @property
+    def is_ended(self) -> bool:
+        """Whether the transport followed its Pi and stopped (ended or closed): it will not
+        deliver again."""
+        return self._phase in ("ended", "closed")
+
     # --- Transport ---
 
     async def open(self, listener: TransportListener) -> None:
