@@ -92,7 +92,7 @@ async def survey_fleet(
     seconds for their heartbeats. Never raises for a fleet problem: ``error`` says what
     stopped the survey (an unreachable server, JetStream off)."""
     names = names or FleetNames()
-    found = FleetSurvey(options.url, names.prefix)
+    found = FleetSurvey(options.shown_url, names.prefix)
     options = dataclasses.replace(
         options, name=options.name or "pi-ask doctor", max_reconnect_attempts=1
     )

@@ -103,7 +103,7 @@ def forward(args: argparse.Namespace) -> int:
         )
         async with forwarder:
             print(
-                f"pi-ask forward: host {host_id} -> {args.nats} (Ctrl-C stops)",
+                f"pi-ask forward: host {host_id} -> {options.shown_url} (Ctrl-C stops)",
                 file=sys.stderr,
                 flush=True,
             )

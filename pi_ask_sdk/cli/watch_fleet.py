@@ -262,10 +262,10 @@ async def watch_fleet(
 
     async def lost() -> None:
         if not closing:  # (nats-py calls it on close too)
-            printer.server(options.url, lost=True)
+            printer.server(options.shown_url, lost=True)
 
     async def back() -> None:
-        printer.server(options.url, lost=False)
+        printer.server(options.shown_url, lost=False)
 
     nc = await connect_nats(options, disconnected_cb=lost, reconnected_cb=back)
     js = nc.jetstream()
@@ -306,20 +306,20 @@ async def watch_fleet(
                 await js.stream_info(stream)
             except nats.js.errors.NotFoundError:
                 raise FleetUnavailable(
-                    options.url,
+                    options.shown_url,
                     f"the fleet's stream {stream} does not exist: no forwarder has connected "
                     f"with the prefix {names.prefix!r} yet (pi-ask forward --nats URL)",
                 ) from None
             except (nats.errors.Error, OSError, asyncio.TimeoutError) as exc:
-                raise FleetUnavailable(options.url, jetstream_off(exc)) from exc
+                raise FleetUnavailable(options.shown_url, jetstream_off(exc)) from exc
         if not as_json:
-            guarded(f"watching the fleet at {options.url} (prefix {names.prefix}; Ctrl-C stops)")
+            guarded(f"watching the fleet at {options.shown_url} (prefix {names.prefix}; Ctrl-C stops)")
         try:
             await results.start(timeout)
             await nc.subscribe(names.all_replied, cb=printer.replied)
             await flows.start(timeout)
         except (asyncio.TimeoutError, nats.errors.Error, OSError) as exc:
-            raise FleetUnavailable(options.url, f"the streams cannot be read ({exc!r})") from exc
+            raise FleetUnavailable(options.shown_url, f"the streams cannot be read ({exc!r})") from exc
         try:
             await beats.start(timeout)
         except (asyncio.TimeoutError, nats.errors.Error, OSError) as exc:

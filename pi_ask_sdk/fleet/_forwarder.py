@@ -145,7 +145,7 @@ class Forwarder:
             FleetUnavailable: The forwarder is not open.
         """
         if self._nc is None:
-            raise FleetUnavailable(self._options.url, "the forwarder is not open")
+            raise FleetUnavailable(self._options.shown_url, "the forwarder is not open")
         return self._nc
 
     @property
@@ -156,7 +156,7 @@ class Forwarder:
             FleetUnavailable: The forwarder is not open.
         """
         if self._js is None:
-            raise FleetUnavailable(self._options.url, "the forwarder is not open")
+            raise FleetUnavailable(self._options.shown_url, "the forwarder is not open")
         return self._js
 
     @property
@@ -189,7 +189,7 @@ class Forwarder:
         self._js = self._nc.jetstream()
         try:
             if self._setup:
-                await ensure_streams(self._js, self.names, self._settings, options.url)
+                await ensure_streams(self._js, self.names, self._settings, options.shown_url)
             await self._nc.subscribe(self.names.all_bridges, cb=self._on_heartbeat)
             await self._nc.publish(self.names.probe, b"")
             await self._beat()
@@ -228,7 +228,7 @@ class Forwarder:
             await follower.start(30.0)
         except (asyncio.TimeoutError, nats.errors.Error, OSError) as exc:
             raise FleetUnavailable(
-                self._options.url, f"cannot read this host's state ({exc!r})"
+                self._options.shown_url, f"cannot read this host's state ({exc!r})"
             ) from exc
         finally:
             await follower.stop()
@@ -258,7 +258,7 @@ class Forwarder:
             except nats.js.errors.Error as exc:
                 if loop.time() + delay > deadline:
                     raise FleetUnavailable(
-                        self._options.url, f"cannot take this host's submits ({exc})"
+                        self._options.shown_url, f"cannot take this host's submits ({exc})"
                     ) from exc
                 log.info("pi_ask_sdk.fleet: waiting for the submit consumer: %s", exc)
             # backoff: no event tells that the other binding is gone

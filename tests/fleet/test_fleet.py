@@ -19,6 +19,7 @@ from pi_ask_sdk.forms import F
 from pi_ask_sdk.outcomes import SessionEnded
 from pi_ask_sdk.sync import SyncBridgeClient
 from pi_ask_sdk.testing import yes_no_params
+from pi_ask_sdk.testing.nats_server import NatsServer
 from pi_ask_sdk.transports.nats import Fleet, FleetPi, FleetPiNotFound, pi_transport
 
 from .conftest import Host
@@ -309,3 +310,46 @@ def test_pi_ask_forward_needs_a_server_url(
     monkeypatch.delenv("PI_ASK_NATS", raising=False)
     assert main(["forward", "--host-id", "h1"]) == 2
     assert "pi-ask forward: usage error: the NATS server is needed" in capsys.readouterr().err
+
+
+@pytest.mark.asyncio
+async def test_no_command_prints_the_password_or_token_of_its_url(
+    host: Host, nats_server: NatsServer, tmp_path: Path
+) -> None:
+    """``pi-ask forward``, ``watch --nats`` and ``doctor --nats`` given a URL with a user and
+    password (and a refused one with a token) name the server, never the credential."""
+    from pi_ask_sdk.testing.nats_server import free_port
+
+    from .kit import ForwarderProcess
+
+    port = nats_server.url.rsplit(":", 1)[1]
+    url = f"nats://alice:s3cret-pw@127.0.0.1:{port}"
+    forwarder = ForwarderProcess(url, "h1", host.directory)
+    forwarder.start()
+    try:
+        await forwarder.wait_log("pi-ask forward: host h1 -> ")
+        log = list(forwarder.log)
+    finally:
+        forwarder.stop()
+    assert "127.0.0.1" in "".join(log)
+    status, out = await asyncio.to_thread(_cli, "doctor", "--nats", url)
+    refused = f"nats://s3cret-token@127.0.0.1:{free_port()}"
+    status, refused_out = await asyncio.to_thread(_cli, "forward", "--nats", refused)
+    status, watch_out = await asyncio.to_thread(
+        _cli, "watch", "--nats", url, "--duration", "0.5"
+    )
+    for text in (*log, out, refused_out, watch_out):
+        assert "s3cret" not in text, text
+
+
+def _cli(*argv: str) -> tuple[int, str]:
+    """``pi-ask <argv>`` in this process: status, and stdout and stderr together."""
+    import io
+    from contextlib import redirect_stderr, redirect_stdout
+
+    from pi_ask_sdk.cli import main
+
+    out = io.StringIO()
+    with redirect_stdout(out), redirect_stderr(out):
+        status = main(list(argv))
+    return status, out.getvalue()

@@ -223,8 +223,8 @@ class Fleet:
 
     @property
     def url(self) -> str:
-        """The NATS server's URL."""
-        return self._options.url
+        """The NATS server's URL, as it may be shown (no user info: ``NatsOptions.shown_url``)."""
+        return self._options.shown_url
 
     @property
     def bridge_id(self) -> str:

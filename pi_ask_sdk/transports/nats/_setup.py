@@ -40,6 +40,7 @@ __all__ = [
     "NatsOptions",
     "close_nats",
     "connect_nats",
+    "shown_url",
     "ensure_forwarder_consumer",
     "ensure_streams",
     "forwarder_consumer_config",
@@ -78,6 +79,12 @@ class NatsOptions:
     max_reconnect_attempts: int = -1
     inbox_prefix: str = "_INBOX"
 
+    @property
+    def shown_url(self) -> str:
+        """``url`` as it may be printed or logged: each server's user info (a user and
+        password, or a token) replaced by ``***``."""
+        return shown_url(self.url)
+
     def ssl_context(self) -> ssl.SSLContext | None:
         """The TLS context from ``tls_ca``/``tls_cert``/``tls_key`` (None when none is set)."""
         if self.tls_ca is None and self.tls_cert is None:
@@ -86,6 +93,19 @@ class NatsOptions:
         if self.tls_cert is not None:
             context.load_cert_chain(self.tls_cert, self.tls_key)
         return context
+
+
+def shown_url(url: str) -> str:
+    """``url`` (one server or several, comma-separated) with the user info of each replaced by
+    ``***``: a URL may carry a password or a token, which is never printed nor logged."""
+    shown = []
+    for part in url.split(","):
+        scheme, sep, rest = part.strip().rpartition("://")
+        authority, slash, path = rest.partition("/")
+        if "@" in authority:
+            authority = "***@" + authority.rpartition("@")[2]
+        shown.append(f"{scheme}{sep}{authority}{slash}{path}")
+    return ",".join(shown)
 
 
 # What FleetUnavailable.detail says when every server of the URL refused the connection (the
@@ -110,6 +130,7 @@ async def connect_nats(
     server is lost (and when the client closes), and when it is back."""
     servers = [url.strip() for url in options.url.split(",") if url.strip()]
     errors: list[Exception] = []  # the last error met while connecting
+    url = options.shown_url
     try:
         # Bounded as a whole: a server that accepts but never answers is retried meanwhile.
         return await within(
@@ -118,15 +139,15 @@ async def connect_nats(
         )
     except asyncio.TimeoutError:
         raise FleetUnavailable(
-            options.url, f"no server answered within {options.connect_timeout:g} s"
+            url, f"no server answered within {options.connect_timeout:g} s"
         ) from None
     except nats.errors.NoServersError as exc:
         last = errors[-1] if errors else exc
         if isinstance(last, ConnectionRefusedError):
-            raise FleetUnavailable(options.url, _NOTHING_ANSWERS) from last
-        raise FleetUnavailable(options.url, f"cannot connect ({last!r})") from last
+            raise FleetUnavailable(url, _NOTHING_ANSWERS) from last
+        raise FleetUnavailable(url, f"cannot connect ({last!r})") from last
     except (OSError, nats.errors.Error, ssl.SSLError) as exc:
-        raise FleetUnavailable(options.url, f"cannot connect ({exc!r})") from exc
+        raise FleetUnavailable(url, f"cannot connect ({exc!r})") from exc
 
 
 async def close_nats(nc: Client, *, timeout: float = 5.0) -> None:
