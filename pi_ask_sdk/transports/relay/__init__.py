@@ -65,10 +65,13 @@ from ._transport import LISTEN_WAIT, RelayTransport, discover
 from ._wire import (
     CLIENT_HELLO,
     DEFAULT_MAX_LINE_BYTES,
+    FLOW_ENDED,
     PING,
     PROTOCOL,
+    FlowEnded,
     RelayHello,
     RelayRole,
+    decode_flow_ended,
     replace_lone_surrogates,
 )
 from .errors import (
@@ -87,11 +90,13 @@ from .errors import (
 __all__ = [
     "CLIENT_HELLO",
     "DEFAULT_MAX_LINE_BYTES",
+    "FLOW_ENDED",
     "LISTEN_WAIT",
     "MAX_SOCKET_PATH",
     "PING",
     "PROTOCOL",
     "AmbiguousRelay",
+    "FlowEnded",
     "NoRelayFound",
     "RelayConnectError",
     "RelayError",
@@ -106,6 +111,7 @@ __all__ = [
     "UnsafeRelayPath",
     "check_relay_dir",
     "check_relay_socket",
+    "decode_flow_ended",
     "discover",
     "discover_relays",
     "is_forwarded_name",

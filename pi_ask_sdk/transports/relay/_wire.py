@@ -31,6 +31,37 @@ wait). A client that says nothing (an older client) is an observer."""
 DEFAULT_MAX_LINE_BYTES: Final = 64 * 1024 * 1024
 """Longest relay -> client line accepted; longer ones are logged and discarded."""
 
+FLOW_ENDED: Final = "pi-ask-relay:flow-ended"
+"""A relay-private event channel: a form the host disposed without a ``completed`` (its call
+ended at the grace period, or its tool call ended while it was open). Its data is a
+``FlowEnded``; a ``BridgeClient`` ignores it (an unknown channel), a forwarder ends the form
+in the fleet."""
+
+
+class FlowEnded(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """The data of a ``FLOW_ENDED`` event: which form, and why (``grace``,
+    ``tool_call_ended``)."""
+
+    flow_id: str = msgspec.field(name="flowId")
+    reason: str = "unknown"
+
+
+_FLOW_ENDED: Final = msgspec.json.Decoder(FlowEnded)
+
+
+def decode_flow_ended(data: object) -> FlowEnded | None:
+    """The ``FlowEnded`` of a ``FLOW_ENDED`` event's data (raw JSON, as a raw-events listener
+    gets it, or decoded), or None if it is not one."""
+    try:
+        if isinstance(data, msgspec.Raw):
+            return _FLOW_ENDED.decode(bytes(data))
+        if isinstance(data, (bytes, bytearray, memoryview, str)):
+            return _FLOW_ENDED.decode(data)
+        return msgspec.convert(data, FlowEnded)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+
+
 _EMIT_PREFIX: Final = b'{"type":"emit","channel":"pi-agent-ask:submit","data":'
 
 

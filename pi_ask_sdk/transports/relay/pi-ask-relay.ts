@@ -35,6 +35,9 @@ const CH_SUBMIT = "pi-agent-ask:submit";
 const CH_SUBMIT_RESULT = "pi-agent-ask:submit-result";
 const CH_EXTERNAL_UI = "pi-agent-ask:external-ui";
 const RELAYED_CHANNELS = [CH_STARTED, CH_COMPLETED, CH_SUBMIT_RESULT] as const;
+/** Relay-private: a form the host disposed without a completed (its call ended at the grace
+ * period, or its tool call ended while it was open), so that clients stop showing it open. */
+const CH_FLOW_ENDED = "pi-ask-relay:flow-ended";
 /** The keys of a submit-result that are protocol; the host may add others (the real one adds its
  * internal form state as `state`), which never cross the socket. */
 const SUBMIT_RESULT_KEYS = new Set(["version", "requestId", "flowId", "ok", "error", "message"]);
@@ -751,7 +754,7 @@ class Relay {
 				? "no pi-ask client that answers forms is connected to the relay any more"
 				: `no pi-ask client that answers forms has been connected to the relay for ${GRACE_MS} ms`);
 		for (const form of [...this.provided]) {
-			this.forgetForm(form.flowId);
+			this.endForm(form.flowId, "grace");
 			form.settle(new Error(reason));
 		}
 	}
@@ -759,8 +762,17 @@ class Relay {
 	/** The tool call ended (answered, aborted or failed): its forms are no longer open. */
 	toolCallEnded(toolCallId: string): void {
 		for (const [flowId, form] of [...this.openForms]) {
-			if (form.toolCallId === toolCallId) this.forgetForm(flowId);
+			if (form.toolCallId === toolCallId) this.endForm(flowId, "tool_call_ended");
 		}
+	}
+
+	/** An open form ends without a completed: forgotten, and its clients told. */
+	private endForm(flowId: string, reason: string): void {
+		if (!this.openForms.has(flowId)) return;
+		this.forgetForm(flowId);
+		const data = JSON.stringify({ flowId, reason });
+		const line = encodeLine(`{"type":"event","channel":"${CH_FLOW_ENDED}","data":${data},"replay":false}`);
+		for (const c of [...this.clients]) c.writeLine(line);
 	}
 
 	private forgetForm(flowId: string): void {
