@@ -44,6 +44,23 @@ __all__ = ["FleetPrinter", "watch_fleet"]
 
 log = logging.getLogger("pi_ask_sdk.fleet")
 
+_GONE_WHY = {
+    "grace": "no answering bridge within the relay's grace period: its call ended as a tool error",
+    "tool_call_ended": "its tool call ended",
+}
+
+
+class _Gone(msgspec.Struct):
+    reason: str = ""
+
+
+def _gone_reason(body: bytes) -> str:
+    try:
+        return msgspec.json.decode(body, type=_Gone).reason
+    except msgspec.DecodeError:
+        return ""
+
+
 _STATE = msgspec.json.Decoder(PiState)
 _TOO_LARGE = msgspec.json.Decoder(TooLarge)
 
@@ -159,11 +176,11 @@ class FleetPrinter:
         if kind == "completed":
             self._event(host, pid, COMPLETED, body, replay=False)
         elif kind == "gone":
+            why = _GONE_WHY.get(_gone_reason(body), "its session ended or its Pi exited")
             self._say(
                 host,
                 pid,
-                f"gone {clean(flow_id)}: ended without a completion (its session ended or "
-                "its Pi exited)",
+                f"gone {clean(flow_id)}: ended without a completion ({why})",
                 {"gone": flow_id},
             )
         elif kind == "too_large":
@@ -313,13 +330,17 @@ async def watch_fleet(
             except (nats.errors.Error, OSError, asyncio.TimeoutError) as exc:
                 raise FleetUnavailable(options.shown_url, jetstream_off(exc)) from exc
         if not as_json:
-            guarded(f"watching the fleet at {options.shown_url} (prefix {names.prefix}; Ctrl-C stops)")
+            guarded(
+                f"watching the fleet at {options.shown_url} (prefix {names.prefix}; Ctrl-C stops)"
+            )
         try:
             await results.start(timeout)
             await nc.subscribe(names.all_replied, cb=printer.replied)
             await flows.start(timeout)
         except (asyncio.TimeoutError, nats.errors.Error, OSError) as exc:
-            raise FleetUnavailable(options.shown_url, f"the streams cannot be read ({exc!r})") from exc
+            raise FleetUnavailable(
+                options.shown_url, f"the streams cannot be read ({exc!r})"
+            ) from exc
         try:
             await beats.start(timeout)
         except (asyncio.TimeoutError, nats.errors.Error, OSError) as exc:

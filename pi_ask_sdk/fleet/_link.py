@@ -36,7 +36,13 @@ from pi_ask_sdk.transports.nats import (
     encode_body,
     max_payload,
 )
-from pi_ask_sdk.transports.relay import RelayInfo, RelayRole, RelayTransport
+from pi_ask_sdk.transports.relay import (
+    FLOW_ENDED,
+    RelayInfo,
+    RelayRole,
+    RelayTransport,
+    decode_flow_ended,
+)
 
 from ._book import SubmitBook
 
@@ -237,6 +243,15 @@ class PiLink:
                 # The form is over; what its completion said cannot be carried: say it ended.
                 log.error("pi_ask_sdk.fleet: Pi %d: %s", self.pid, exc)
                 self._flow(subject, "gone", b"{}")
+        elif channel == FLOW_ENDED:
+            # Pi disposed the form without a completed (the grace period, an ended tool call):
+            # its last word in the fleet says it ended, so that nobody lists it open.
+            ended = decode_flow_ended(data)
+            if ended is None:
+                return
+            subject = self.open_flows.pop(ended.flow_id, "")
+            if subject:
+                self._flow(subject, "gone", _ENCODER.encode({"reason": ended.reason}))
         elif channel == SUBMIT_RESULT:
             verdict = decode_event(SUBMIT_RESULT, data)
             if not isinstance(verdict, (SubmitAck, SubmitRejection)):

@@ -332,12 +332,11 @@ async def test_no_command_prints_the_password_or_token_of_its_url(
     finally:
         forwarder.stop()
     assert "127.0.0.1" in "".join(log)
-    status, out = await asyncio.to_thread(_cli, "doctor", "--nats", url)
+    _, out = await asyncio.to_thread(_cli, "doctor", "--nats", url)
     refused = f"nats://s3cret-token@127.0.0.1:{free_port()}"
     status, refused_out = await asyncio.to_thread(_cli, "forward", "--nats", refused)
-    status, watch_out = await asyncio.to_thread(
-        _cli, "watch", "--nats", url, "--duration", "0.5"
-    )
+    assert status == 3, refused_out
+    _, watch_out = await asyncio.to_thread(_cli, "watch", "--nats", url, "--duration", "0.5")
     for text in (*log, out, refused_out, watch_out):
         assert "s3cret" not in text, text
 

@@ -24,11 +24,14 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
+from pi_ask_core import STARTED
 from pi_ask_sdk import BridgeClient, FlowId, SubmitAccepted
+from pi_ask_sdk.cli.doctor_fleet import survey_fleet
+from pi_ask_sdk.cli.watch_fleet import watch_fleet
 from pi_ask_sdk.fleet import Forwarder
 from pi_ask_sdk.testing.nats_server import NatsServer
 from pi_ask_sdk.testing.realpi import PiRecord
-from pi_ask_sdk.transports.nats import Fleet
+from pi_ask_sdk.transports.nats import Fleet, FleetNames, NatsOptions
 from tests.integration.conftest import pi_installation, shared_tmp
 from tests.integration.pi_process import (
     PiEnv,
@@ -169,6 +172,17 @@ async def test_a_form_whose_bridge_leaves_ends_as_a_tool_error_after_the_grace(
     nats_server: NatsServer, pis: tuple[PiProcess, PiProcess, Path], forwarder: Forwarder
 ) -> None:
     _, pi_b, _ = pis
+    live: list[str] = []
+    heard = asyncio.Event()
+
+    def write(line: str) -> None:
+        live.append(line)
+        if json.loads(line).get("gone") == "tool:left":
+            heard.set()
+
+    watch = asyncio.create_task(
+        watch_fleet(NatsOptions(nats_server.url), write=write, as_json=True)
+    )
     async with bridge(nats_server.url) as fleet:
         await forwarder.wait_role("answerer", WAIT)
         await fleet.wait_pi(HOST, pi_b.pid, timeout=WAIT)
@@ -184,3 +198,28 @@ async def test_a_form_whose_bridge_leaves_ends_as_a_tool_error_after_the_grace(
     assert record.get("isError") is True
     assert "no pi-ask client that answers forms" in json.dumps(record["result"])
     assert FlowId("tool:left") not in await asyncio.to_thread(pi_b.open_flow_ids)
+    # Ended in the fleet too (the relay disposed it without a completed): a watch hears it
+    # end; a fresh bridge's snapshot, a fresh watch and doctor no longer show it open.
+    try:
+        await asyncio.wait_for(heard.wait(), WAIT)
+    finally:
+        watch.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watch
+    async with (
+        Fleet(nats_server.url, role="observer") as fresh,
+        BridgeClient(fresh.transport(HOST, pi_b.pid)) as client,
+    ):
+        assert FlowId("tool:left") not in client.open_flows
+    lines: list[str] = []
+    fresh_watch = watch_fleet(
+        NatsOptions(nats_server.url), write=lines.append, as_json=True, duration=2.0
+    )
+    await asyncio.wait_for(fresh_watch, WAIT)
+    shown = [json.loads(line) for line in lines]
+    assert any(line.get("state") == "up" and line.get("pid") == pi_b.pid for line in shown)
+    started = [line["data"]["flowId"] for line in shown if line.get("channel") == STARTED]
+    assert "tool:left" not in started, shown
+    found = await survey_fleet(NatsOptions(nats_server.url), FleetNames(), listen=0.1)
+    [pi_b_found] = [pi for pi in found.hosts[HOST].pis if pi.pid == pi_b.pid]
+    assert pi_b_found.open_forms == 0

@@ -40,11 +40,11 @@ __all__ = [
     "NatsOptions",
     "close_nats",
     "connect_nats",
-    "shown_url",
     "ensure_forwarder_consumer",
     "ensure_streams",
     "forwarder_consumer_config",
     "jetstream_off",
+    "shown_url",
 ]
 
 
