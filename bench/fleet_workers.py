@@ -43,9 +43,9 @@ from relay_gc import GcWatch  # noqa: E402  (bench/, this script's directory)
 
 from pi_ask_core import COMPLETED, CompletedEvent  # noqa: E402
 from pi_ask_sdk import AnswerBuilder, BridgeClient, FlowView, SubmitRejected  # noqa: E402
-from pi_ask_sdk.fleet import Forwarder  # noqa: E402
+from pi_ask_sdk.fleet import Fleet, FleetPi, Forwarder  # noqa: E402
+from pi_ask_sdk.serving import serve  # noqa: E402
 from pi_ask_sdk.testing import unchecked_answer  # noqa: E402
-from pi_ask_sdk.transports.nats import Fleet, FleetPi  # noqa: E402
 from tests.relay.fake_relay import FakeRelay  # noqa: E402
 
 WAIT = 60.0
@@ -386,7 +386,7 @@ async def serve_worker(job: dict[str, Any]) -> None:
 
     stop = asyncio.Event()
     async with Fleet(job["url"]) as fleet:
-        serving = asyncio.get_running_loop().create_task(fleet.serve(handler, stop=stop))
+        serving = asyncio.get_running_loop().create_task(serve(handler, fleet, stop=stop))
         say({"ready": {"pid": os.getpid()}})
         commands = Commands()
         while (await commands.next())["command"] != "stop":

@@ -22,10 +22,12 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from policy_bridge import Rules, serve  # examples/: the same robot, now for every host
+from policy_bridge import Rules  # examples/: the same robot, now for every host
+from policy_bridge import serve as serve_forms
 
 from pi_ask_sdk import BridgeClient, RespondOutcome
-from pi_ask_sdk.transports.nats import Fleet, FleetPi, FleetUnavailable, NatsOptions
+from pi_ask_sdk.fleet import Fleet, FleetPi, FleetUnavailable, NatsOptions
+from pi_ask_sdk.serving import serve
 
 log = logging.getLogger("fleet_bridge")
 
@@ -46,10 +48,10 @@ async def answer_pi(
     limit: int | None = None,
     timeout: float = 30,
 ) -> list[RespondOutcome]:
-    """Serve one Pi of the fleet (``Fleet.serve``'s handler): its forms, by ``rules``, until
-    it is gone (or ``limit`` forms). Returns the outcomes."""
+    """Serve one Pi of the fleet (the handler ``serve(handler, fleet)`` runs): its forms, by
+    ``rules``, until it is gone (or ``limit`` forms). Returns the outcomes."""
     log.info("serving Pi %d on %s (Pi %s in %s)", pi.pid, pi.host, pi.pi_version, pi.cwd)
-    outcomes = await serve(client, rules, limit=limit, timeout=timeout)
+    outcomes = await serve_forms(client, rules, limit=limit, timeout=timeout)
     kinds = [outcome.kind for outcome in outcomes]
     log.info("done with Pi %d on %s: %d form(s): %s", pi.pid, pi.host, len(kinds), kinds)
     return outcomes
@@ -63,8 +65,8 @@ async def run(options: NatsOptions, stop: asyncio.Event | None = None) -> None:
         await answer_pi(client, pi)
 
     async with Fleet(options) as fleet:
-        log.info("answering every host's forms through %s (Ctrl-C stops)", options.url)
-        await fleet.serve(handler, stop=stop)
+        log.info("answering every host's forms through %s (Ctrl-C stops)", options.shown_url)
+        await serve(handler, fleet, stop=stop)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -24,12 +24,9 @@
     │   ├── ConnectionLost             the session ended or the connection went away
     │   ├── InvalidUse                 (also RuntimeError) a call the object's state forbids
     │   │   └── ClientNotOpen          used before open() or after close()
-    │   ├── FleetPayloadTooLarge       (also ValueError) bigger than NATS's max_payload (not sent)
     │   └── TransportUnavailable       no transport could be made
     │       ├── RelayError             the relay transport (pi_ask_sdk.transports.relay.errors)
-    │       └── FleetError             the fleet over NATS (pi_ask_sdk.transports.nats)
-    │           ├── FleetUnavailable   NATS or its JetStream cannot be reached or set up
-    │           └── FleetPiNotFound    no such Pi (host, pid) is up in the fleet
+    │       └── FleetError             the fleet over NATS: pi_ask_sdk.fleet.errors draws its branch
     └── ToolingError                   the test tooling: pi_ask_sdk.testing.errors draws its branch
                                        (the stand-in host, the real-Pi kit, check_transport)
 
@@ -64,10 +61,6 @@ __all__ = [
     "ConnectionLost",
     "ConnectionLostReason",
     "CustomTextProblem",
-    "FleetError",
-    "FleetPayloadTooLarge",
-    "FleetPiNotFound",
-    "FleetUnavailable",
     "FlowAlreadyAnswered",
     "FlowAlreadyCompleted",
     "FlowClosed",
@@ -433,45 +426,3 @@ class TransportUnavailable(BridgeError):
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
-
-
-class FleetError(TransportUnavailable):
-    """The fleet transport (``pi_ask_sdk.transports.nats``): a Pi or the broker is unreachable."""
-
-
-class FleetUnavailable(FleetError):
-    """The NATS server cannot be reached, or its JetStream refused to set up what the fleet
-    needs (``detail`` says which); the nats-py error is the cause."""
-
-    def __init__(self, url: str, detail: str) -> None:
-        self.url = url
-        self.detail = detail
-        super().__init__(f"The fleet at {url} is unavailable: {detail}.")
-
-
-class FleetPiNotFound(FleetError):
-    """No forwarder reports the Pi ``pid`` on ``host`` as up (it exited, its forwarder said it
-    is gone, or it never ran)."""
-
-    def __init__(self, host: str, pid: int, detail: str = "") -> None:
-        self.host = host
-        self.pid = pid
-        super().__init__(
-            f"No Pi {pid} is up on host {host!r} in the fleet{': ' + detail if detail else ''}."
-        )
-
-
-class FleetPayloadTooLarge(BridgeError, ValueError):
-    """A message is bigger than the NATS server accepts (``max_payload``, 1 MiB by default):
-    nothing was sent. ``what`` names the message, ``size`` and ``limit`` are in bytes."""
-
-    code: Literal["payload_too_large"] = "payload_too_large"
-
-    def __init__(self, what: str, size: int, limit: int) -> None:
-        self.what = what
-        self.size = size
-        self.limit = limit
-        super().__init__(
-            f"{what} is {size} bytes, more than the NATS server's max_payload of {limit} bytes "
-            "(raise max_payload in nats-server's configuration); nothing was sent."
-        )

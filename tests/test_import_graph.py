@@ -229,9 +229,12 @@ def private_imports(name: str, path: Path, known: dict[str, Path]) -> list[str]:
                     if not in_package(own_package, (holder,)) or wing_of(source) != wing:
                         found.append(f"{name}: {source}")
                     break
-            # A private name (not a submodule) is private to the module that defines it.
+            # A private name (not a submodule) is private to the module that defines it, or,
+            # in a subpackage (``pi_ask_sdk.fleet``), to that subpackage: one unit.
             if imported_name and is_private(imported_name):
-                found.append(f"{name}: {source}.{imported_name}")
+                unit = source.rpartition(".")[0]
+                if unit.count(".") < 1 or not in_package(own_package, (unit,)):
+                    found.append(f"{name}: {source}.{imported_name}")
     return found
 
 
@@ -252,7 +255,9 @@ def test_no_module_imports_a_private_name_of_another() -> None:
     inside functions):
 
     * a private name (one ``_`` then not another: ``_x``, not ``__all__``) defined in a module
-      is that module's alone: ``from m import _x`` is refused in every other module;
+      is that module's alone: ``from m import _x`` is refused in every other module, except in
+      a subpackage (``pi_ask_sdk.fleet``, ``pi_ask_sdk.transports.relay``), which is one unit:
+      its modules may share private names, never with a module outside it;
     * a private module ``p._m`` (or anything under it) belongs to its package ``p``: it may be
       imported by ``p``'s ``__init__`` and by the modules and subpackages of ``p``, and only
       within one wing (the library, ``pi_ask_sdk.testing``, ``pi_ask_sdk.cli``; ``pi_ask_core``
@@ -287,6 +292,14 @@ def test_the_private_name_check_finds_each_kind(tmp_path: Path) -> None:
         "pi_ask_sdk.cli.m: pi_ask_core.answers._is_object",
         "pi_ask_sdk.cli.m: pi_ask_sdk._pending",  # the tooling uses the library's public API
         "pi_ask_sdk.cli.m: pi_ask_sdk._pending",
+    ]
+    # A subpackage is one unit: its modules share private names, nobody outside it does.
+    shared = tmp_path / "shared.py"
+    shared.write_text("from pi_ask_sdk.fleet._link import _Publish\n", encoding="utf-8")
+    assert private_imports("pi_ask_sdk.fleet._forwarder", shared, known) == []
+    assert private_imports("pi_ask_sdk.cli.m", shared, known) == [
+        "pi_ask_sdk.cli.m: pi_ask_sdk.fleet._link",
+        "pi_ask_sdk.cli.m: pi_ask_sdk.fleet._link._Publish",
     ]
     # In the library, its own private module is fine; another module's private name is not.
     assert private_imports("pi_ask_sdk.m", source, known) == [
@@ -398,3 +411,22 @@ def test_the_foreign_write_check_finds_each_kind(tmp_path: Path) -> None:
         "m.py:3: object.__setattr__(...)",
         "m.py:4: Thing.__module__ =",
     ]
+
+
+# --- the client above the transports -------------------------------------------------------------
+
+
+def test_no_transport_nor_fleet_module_imports_the_client() -> None:
+    """The client sits above its transports: nothing under ``pi_ask_sdk.transports`` or
+    ``pi_ask_sdk.fleet`` imports ``pi_ask_sdk.client`` (nor the supervisor above it, nor the
+    sync facade); serving many Pis with clients is ``pi_ask_sdk.serving``'s job."""
+    above = ("pi_ask_sdk.client", "pi_ask_sdk.sync", "pi_ask_sdk.serving", "pi_ask_sdk.every_pi")
+    edges = graph()
+    found = sorted(
+        f"{name} imports {target}"
+        for name, targets in edges.items()
+        if in_package(name, ("pi_ask_sdk.transports", "pi_ask_sdk.fleet"))
+        for target in targets
+        if in_package(target, above)
+    )
+    assert found == []

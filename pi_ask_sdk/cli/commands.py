@@ -119,7 +119,7 @@ def _watch(args: argparse.Namespace) -> int:
 
         if nats_missing("watch"):
             return EXIT_RUNTIME
-        from pi_ask_sdk.transports.nats import FleetNames
+        from pi_ask_sdk.fleet import FleetNames
 
         from .watch_fleet import watch_fleet
 
@@ -193,7 +193,7 @@ def _doctor(args: argparse.Namespace) -> int:
 
         if nats_missing("doctor"):
             return EXIT_RUNTIME
-        from pi_ask_sdk.transports.nats import FleetNames
+        from pi_ask_sdk.fleet import FleetNames
 
         from .doctor_fleet import doctor_fleet
 

@@ -22,18 +22,10 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 
-from pi_ask_sdk.errors import FleetUnavailable
-from pi_ask_sdk.transports.nats import (
-    FleetNames,
-    Follower,
-    Header,
-    Heartbeat,
-    NatsOptions,
-    PiState,
-    connect_nats,
-    decode_body,
-    jetstream_off,
-)
+from pi_ask_sdk.fleet import FleetNames, FleetUnavailable, NatsOptions
+from pi_ask_sdk.fleet.connection import connect_nats, jetstream_off
+from pi_ask_sdk.fleet.follow import Follower
+from pi_ask_sdk.fleet.protocol import Header, Heartbeat, PiState, decode_body
 
 from .doctor import Check
 from .text import clean, json_line

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from .usage import EXIT_OK, EXIT_RUNTIME, usage_error
 
 if TYPE_CHECKING:
-    from pi_ask_sdk.transports.nats import NatsOptions
+    from pi_ask_sdk.fleet import NatsOptions
 
 
 def add_nats_args(parser: argparse.ArgumentParser, *, what: str | None = None) -> None:
@@ -32,6 +32,7 @@ def add_nats_args(parser: argparse.ArgumentParser, *, what: str | None = None) -
     else:
         parser.add_argument("--nats", metavar="URL", help=f"{what} (servers comma-separated)")
     parser.add_argument("--creds", metavar="FILE", help="NATS credentials file (.creds)")
+    parser.add_argument("--nkey", metavar="FILE", help="NATS nkey seed file (an nkey user)")
     parser.add_argument("--tls-ca", metavar="FILE", help="CA bundle to verify the server with")
     parser.add_argument("--tls-cert", metavar="FILE", help="client certificate (mutual TLS)")
     parser.add_argument("--tls-key", metavar="FILE", help="the client certificate's key")
@@ -45,11 +46,12 @@ def add_nats_args(parser: argparse.ArgumentParser, *, what: str | None = None) -
 
 def nats_options(args: argparse.Namespace) -> NatsOptions:
     """The ``NatsOptions`` of ``add_nats_args``' options."""
-    from pi_ask_sdk.transports.nats import NatsOptions
+    from pi_ask_sdk.fleet import NatsOptions
 
     return NatsOptions(
         url=args.nats,
         creds=args.creds,
+        nkey=args.nkey,
         tls_ca=args.tls_ca,
         tls_cert=args.tls_cert,
         tls_key=args.tls_key,
@@ -76,8 +78,7 @@ def forward(args: argparse.Namespace) -> int:
         return usage_error("forward", "the NATS server is needed: --nats URL (or $PI_ASK_NATS)")
     if nats_missing("forward"):
         return EXIT_RUNTIME
-    from pi_ask_sdk.fleet import Forwarder, default_host_id
-    from pi_ask_sdk.transports.nats import FleetNames
+    from pi_ask_sdk.fleet import FleetNames, Forwarder
 
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
@@ -85,7 +86,6 @@ def forward(args: argparse.Namespace) -> int:
         stream=sys.stderr,
     )
     options = nats_options(args)
-    host_id = args.host_id or default_host_id()
     directory = None if args.relay_dir is None else Path(args.relay_dir)
 
     async def run() -> int:
@@ -96,14 +96,14 @@ def forward(args: argparse.Namespace) -> int:
                 loop.add_signal_handler(signum, stop.set)
         forwarder = Forwarder(
             options,
-            host_id=host_id,
+            host_id=args.host_id or None,
             directory=directory,
             names=FleetNames(args.prefix),
             setup=not args.no_setup,
         )
         async with forwarder:
             print(
-                f"pi-ask forward: host {host_id} -> {options.shown_url} (Ctrl-C stops)",
+                f"pi-ask forward: host {forwarder.host_id} -> {options.shown_url} (Ctrl-C stops)",
                 file=sys.stderr,
                 flush=True,
             )

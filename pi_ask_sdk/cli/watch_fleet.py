@@ -24,18 +24,10 @@ from nats.aio.msg import Msg
 from nats.js.api import DeliverPolicy
 
 from pi_ask_core import COMPLETED, STARTED, SUBMIT_RESULT, decode_event
-from pi_ask_sdk.errors import FleetUnavailable
-from pi_ask_sdk.transports.nats import (
-    FleetNames,
-    Follower,
-    Header,
-    NatsOptions,
-    PiState,
-    TooLarge,
-    connect_nats,
-    decode_body,
-    jetstream_off,
-)
+from pi_ask_sdk.fleet import FleetNames, FleetUnavailable, NatsOptions
+from pi_ask_sdk.fleet.connection import connect_nats, jetstream_off
+from pi_ask_sdk.fleet.follow import Follower
+from pi_ask_sdk.fleet.protocol import Header, PiState, TooLarge, decode_body
 
 from .text import clean, echo, json_line
 from .watch import Write, describe, shown

@@ -1,16 +1,43 @@
-"""The per-host forwarder of the fleet over NATS JetStream (docs/fleet.md).
+"""The fleet over NATS JetStream: one bridge for the Pis of many hosts (docs/fleet.md).
 
-``Forwarder`` (``pi-ask forward --nats URL [--host-id NAME]``) follows every relay of its host,
-as ``serve_every_pi`` does (Pis that start later too), publishes each relay event unchanged to
-the host's subjects, takes the submits bridges publish for its Pis (each once: de-duplicated by
-transport, flow and request id) and publishes each submit-result for the transport that sent
-it. It is an answerer to its relays only while an answering bridge heartbeats. Needs the extra
-``pi-ask-sdk[nats]``.
+Needs the extra: ``pip install 'pi-ask-sdk[nats]'`` (nats-py). On each host a ``Forwarder``
+(``pi-ask forward --nats URL``) mirrors every local relay to NATS; a bridge uses ``Fleet`` and
+its ``NatsTransport``s, one per Pi process, under the same ``Transport`` contract as
+``RelayTransport``::
+
+    async with Fleet("nats://nats.example:4222") as fleet:
+        await serve(handler, fleet)     # pi_ask_sdk.serving; handler(client, pi: FleetPi)
+
+or ``BridgeClient(fleet.transport(host, pid))`` for one Pi.
+
+The package in layers (each module names what it holds): ``protocol`` (every subject, record,
+stream configuration and JetStream code), ``connection`` (``NatsOptions``, connecting, setting
+up the streams), ``liveness`` (a beater and a liveness table), ``follow`` (one ordered consumer
+read as a snapshot then a tail), the transport (``NatsTransport``), the bridge side (``Fleet``),
+the forwarder (``Forwarder``, one link per Pi), and ``errors``. Tools (``pi-ask watch``,
+``doctor``) read the public modules; a bridge or a forwarder needs only the names below.
 """
 
 from __future__ import annotations
 
-from ._book import SubmitBook, SubmitKey
-from ._forwarder import Forwarder, default_host_id
+from ._bridge import Fleet, FleetPi, pi_transport
+from ._forwarder import Forwarder
+from ._transport import NatsTransport
+from .connection import NatsOptions
+from .errors import FleetError, FleetPayloadTooLarge, FleetPiNotFound, FleetUnavailable
+from .protocol import FleetNames, FleetSettings
 
-__all__ = ["Forwarder", "SubmitBook", "SubmitKey", "default_host_id"]
+__all__ = [
+    "Fleet",
+    "FleetError",
+    "FleetNames",
+    "FleetPayloadTooLarge",
+    "FleetPi",
+    "FleetPiNotFound",
+    "FleetSettings",
+    "FleetUnavailable",
+    "Forwarder",
+    "NatsOptions",
+    "NatsTransport",
+    "pi_transport",
+]

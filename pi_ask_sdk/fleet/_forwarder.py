@@ -23,27 +23,26 @@ from typing_extensions import Self
 
 from pi_ask_core import SUBMIT, Skipped, SubmitEvent, decode_event
 from pi_ask_sdk._tasks import cancel_and_wait, within
-from pi_ask_sdk.errors import ConnectionLost, FleetUnavailable
-from pi_ask_sdk.transports.nats import (
-    FleetNames,
-    FleetSettings,
-    Follower,
-    ForwarderBeat,
-    Header,
-    Heartbeat,
-    NatsOptions,
-    PiState,
-    check_host_id,
-    close_nats,
-    connect_nats,
-    decode_body,
-    ensure_streams,
-    forwarder_consumer_config,
-)
+from pi_ask_sdk.errors import ConnectionLost
 from pi_ask_sdk.transports.relay import RelayRole, discover_relays, replace_lone_surrogates
 
 from ._book import SubmitBook, SubmitKey
 from ._link import PiLink, Prior
+from .connection import NatsOptions, close_nats, connect_nats, ensure_streams
+from .errors import FleetUnavailable
+from .follow import Follower
+from .liveness import Beater, Liveness
+from .protocol import (
+    FleetNames,
+    FleetSettings,
+    ForwarderBeat,
+    Header,
+    Heartbeat,
+    PiState,
+    check_host_id,
+    decode_body,
+    forwarder_consumer_config,
+)
 
 log: Final = logging.getLogger("pi_ask_sdk.fleet")
 
@@ -118,7 +117,7 @@ class Forwarder:
         self._heartbeat = heartbeat
         self.max_queued = max_queued
         self.max_queued_bytes = max_queued_bytes
-        self._beating: asyncio.Task[None] | None = None
+        self._beater = Beater(self._beat, heartbeat)
         self.forwarder_id = secrets.token_hex(6)
         self.book = SubmitBook()
         self.closing = False
@@ -127,7 +126,7 @@ class Forwarder:
         self._links: dict[int, PiLink] = {}
         self._tasks: dict[int, asyncio.Task[None]] = {}
         self._priors: dict[int, Prior] = {}
-        self._answerers: dict[str, asyncio.TimerHandle] = {}
+        self._answerers = Liveness(self._answerer_changed)  # answering bridges, by id
         self._answer_changed = asyncio.Event()
         self._submits: JetStreamContext.PushSubscription | None = None
         self._taking = asyncio.Event()
@@ -162,12 +161,12 @@ class Forwarder:
     @property
     def relay_role(self) -> RelayRole:
         """What the forwarder tells its relays now: answerer while an answering bridge lives."""
-        return "answerer" if self._answerers else "observer"
+        return "answerer" if len(self._answerers) else "observer"
 
     @property
     def answering_bridges(self) -> list[str]:
         """The ids of the answering bridges heard from lately."""
-        return sorted(self._answerers)
+        return self._answerers.keys
 
     @property
     def pids(self) -> list[int]:
@@ -192,8 +191,7 @@ class Forwarder:
                 await ensure_streams(self._js, self.names, self._settings, options.shown_url)
             await self._nc.subscribe(self.names.all_bridges, cb=self._on_heartbeat)
             await self._nc.publish(self.names.probe, b"")
-            await self._beat()
-            self._beating = asyncio.get_running_loop().create_task(self._beat_loop())
+            await self._beater.start()
         except BaseException:
             await self.close()
             raise
@@ -253,7 +251,7 @@ class Forwarder:
                     manual_ack=True,
                     cb=self._on_submit,
                 )
-                await self._beat()  # the host's forwarder from now on: bridges may count on it
+                await self._beater.now()  # the host's forwarder from now on: bridges count on it
                 break
             except nats.js.errors.Error as exc:
                 if loop.time() + delay > deadline:
@@ -302,13 +300,8 @@ class Forwarder:
         if self.closing:
             return
         self.closing = True
-        for handle in self._answerers.values():
-            handle.cancel()
-        self._answerers.clear()
-        if self._beating is not None:
-            self._beating.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._beating
+        self._answerers.close()
+        await self._beater.stop()
         await cancel_and_wait(list(self._tasks.values()), what="forwarder's links")
         nc, self._nc = self._nc, None
         if nc is not None:
@@ -422,11 +415,6 @@ class Forwarder:
         with contextlib.suppress(nats.errors.Error, OSError):
             await nc.publish(self.names.forwarder(self.host_id), msgspec.json.encode(beat))
 
-    async def _beat_loop(self) -> None:
-        while True:
-            await asyncio.sleep(self._heartbeat)  # the heartbeat's period, not a synchronisation
-            await self._beat()
-
     # --- presence ---
 
     async def _on_heartbeat(self, msg: Msg) -> None:
@@ -436,19 +424,14 @@ class Forwarder:
             return
         if beat.role != "answerer" or (beat.hosts is not None and self.host_id not in beat.hosts):
             return
-        before = self.relay_role
-        handle = self._answerers.pop(beat.bridge, None)
-        if handle is not None:
-            handle.cancel()
-        if not beat.bye:
-            loop = asyncio.get_running_loop()
-            expiry = max(0.1, beat.interval) * self._presence_factor
-            self._answerers[beat.bridge] = loop.call_later(expiry, self._expire, beat.bridge)
-        if self.relay_role != before:
-            self._roles_changed()
+        if beat.bye:
+            self._answerers.forget(beat.bridge)
+        else:
+            self._answerers.heard(beat.bridge, max(0.1, beat.interval) * self._presence_factor)
 
-    def _expire(self, bridge: str) -> None:
-        if self._answerers.pop(bridge, None) is not None and not self._answerers:
+    def _answerer_changed(self, bridge: str, alive: bool) -> None:
+        # The role changes with the first answerer to come and the last to go.
+        if len(self._answerers) == (1 if alive else 0):
             self._roles_changed()
 
     def _roles_changed(self) -> None:

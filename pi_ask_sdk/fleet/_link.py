@@ -25,17 +25,7 @@ from pi_ask_core import (
     SubmitRejection,
     decode_event,
 )
-from pi_ask_sdk.errors import FleetPayloadTooLarge
 from pi_ask_sdk.transports.base import EndReason
-from pi_ask_sdk.transports.nats import (
-    FleetNames,
-    FlowKind,
-    Header,
-    PiState,
-    TooLarge,
-    encode_body,
-    max_payload,
-)
 from pi_ask_sdk.transports.relay import (
     FLOW_ENDED,
     RelayInfo,
@@ -45,6 +35,9 @@ from pi_ask_sdk.transports.relay import (
 )
 
 from ._book import SubmitBook
+from .connection import max_payload
+from .errors import FleetPayloadTooLarge
+from .protocol import FleetNames, FlowKind, Header, JsCode, PiState, TooLarge, encode_body
 
 log: Final = logging.getLogger("pi_ask_sdk.fleet")
 _ENCODER: Final = msgspec.json.Encoder()
@@ -436,7 +429,7 @@ class PiLink:
                     )
                     break
                 except nats.js.errors.APIError as exc:
-                    if exc.err_code == 10054 or "maximum" in str(exc).lower():
+                    if exc.err_code == JsCode.MESSAGE_TOO_LARGE or "maximum" in str(exc).lower():
                         log.error("pi_ask_sdk.fleet: %s refused: %s", item.subject, exc)
                         break  # will never fit: logged, not retried for ever
                     log.debug("pi_ask_sdk.fleet: publish to %s failed: %r", item.subject, exc)

@@ -18,8 +18,8 @@ import pytest_asyncio
 
 from pi_ask_core import COMPLETED, FlowHandle
 from pi_ask_sdk.cli.demo import DEMO_FORM
+from pi_ask_sdk.fleet import NatsOptions
 from pi_ask_sdk.testing.nats_server import NatsServer, free_port
-from pi_ask_sdk.transports.nats import NatsOptions
 from tests.fleet.conftest import Host, nats_server
 from tests.relay.fake_relay import FakeRelay
 

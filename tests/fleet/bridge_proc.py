@@ -17,7 +17,8 @@ import json
 import sys
 
 from pi_ask_sdk import BridgeClient, FlowView, SubmitAccepted
-from pi_ask_sdk.transports.nats import Fleet, FleetPi, FleetSettings
+from pi_ask_sdk.fleet import Fleet, FleetPi, FleetSettings
+from pi_ask_sdk.serving import serve
 from tests.fleet.kit import yes
 
 
@@ -43,7 +44,7 @@ async def main(url: str, host: str, pid: int, prefix: str) -> None:
                 tasks.append(asyncio.create_task(answer(client, flow)))
 
 
-async def serve(url: str, timeout: float, prefix: str) -> None:
+async def serve_all(url: str, timeout: float, prefix: str) -> None:
     settings = FleetSettings(forwarder_timeout=timeout)
 
     async def handler(client: BridgeClient, pi: FleetPi) -> None:
@@ -61,13 +62,13 @@ async def serve(url: str, timeout: float, prefix: str) -> None:
     # heartbeats delivers every Pi's state again, which would hide a Pi left unserved.
     async with Fleet(url, heartbeat=0.2, idle_heartbeat=10.0, settings=settings) as fleet:
         stop = asyncio.Event()
-        serving = asyncio.create_task(fleet.serve(handler, stop=stop))
+        serving = asyncio.create_task(serve(handler, fleet, stop=stop))
         say(ready="1")
         await serving
 
 
 if __name__ == "__main__":
     if sys.argv[1] == "--serve":
-        asyncio.run(serve(sys.argv[2], float(sys.argv[3]), sys.argv[4]))
+        asyncio.run(serve_all(sys.argv[2], float(sys.argv[3]), sys.argv[4]))
     else:
         asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]))

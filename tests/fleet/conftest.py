@@ -18,8 +18,7 @@ from pi_ask_sdk.testing.nats_server import NatsServer
 from tests.relay.fake_relay import FakeRelay
 
 if TYPE_CHECKING:
-    from pi_ask_sdk.fleet import Forwarder
-    from pi_ask_sdk.transports.nats import Fleet, NatsOptions
+    from pi_ask_sdk.fleet import Fleet, Forwarder, NatsOptions
 
 
 def _ci() -> bool:
@@ -140,7 +139,7 @@ async def host(tmp_path: Path, nats_server: NatsServer) -> AsyncIterator[Host]:
 @pytest_asyncio.fixture
 async def fleet(nats_server: NatsServer) -> AsyncIterator[Fleet]:
     """An answering bridge's fleet connection."""
-    from pi_ask_sdk.transports.nats import Fleet
+    from pi_ask_sdk.fleet import Fleet
 
     async with Fleet(nats_server.url, heartbeat=0.2, idle_heartbeat=0.5) as connected:
         yield connected

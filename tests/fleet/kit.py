@@ -16,9 +16,9 @@ from pathlib import Path
 
 from pi_ask_core import AnswerResponse, FlowHandle, RemoteAnswer
 from pi_ask_sdk import Answer, AnswerBuilder, BridgeClient, FlowView, SubmitAccepted
+from pi_ask_sdk.fleet import Fleet
 from pi_ask_sdk.forms import F
 from pi_ask_sdk.outcomes import RespondOutcome
-from pi_ask_sdk.transports.nats import Fleet
 from tests.relay.fake_relay import FakeRelay
 
 ROOT = Path(__file__).resolve().parents[2]

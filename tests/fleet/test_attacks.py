@@ -15,9 +15,9 @@ import pytest
 from nats.js.api import AckPolicy, ConsumerConfig
 
 from pi_ask_sdk import BridgeClient, FlowView, SubmitAccepted, SubmitRejected
-from pi_ask_sdk.errors import FleetPayloadTooLarge
+from pi_ask_sdk.fleet import Fleet, FleetPayloadTooLarge, FleetPi
+from pi_ask_sdk.serving import serve
 from pi_ask_sdk.testing import AskParams, unchecked_answer, yes_no_params
-from pi_ask_sdk.transports.nats import Fleet, FleetPi
 
 from .conftest import Host
 from .kit import all_done, submits_per_request, yes
@@ -50,7 +50,7 @@ async def test_a_burst_of_forms_on_three_pis_is_answered_once_each(
             task.add_done_callback(tasks.discard)
 
     stop = asyncio.Event()
-    serving = asyncio.create_task(fleet.serve(handler, stop=stop))
+    serving = asyncio.create_task(serve(handler, fleet, stop=stop))
     handles = [relay.open_form(yes_no_params(), f"b-{n}") for n in range(100) for relay in relays]
     await all_done(handles, 120)
     await asyncio.wait_for(done.wait(), 60)

@@ -17,8 +17,9 @@ from pi_ask_sdk import AnswerBuilder, BridgeClient, FlowId, SubmitAccepted
 from pi_ask_sdk.cli import main
 from pi_ask_sdk.cli.doctor_fleet import fleet_checks, survey_fleet
 from pi_ask_sdk.cli.watch_fleet import flow_id_of, watch_fleet
+from pi_ask_sdk.fleet import Fleet, NatsOptions
+from pi_ask_sdk.fleet.protocol import flow_token
 from pi_ask_sdk.testing.nats_server import NatsServer, free_port
-from pi_ask_sdk.transports.nats import Fleet, NatsOptions, flow_token
 from tests.relay.fake_relay import FakeRelay
 
 from .conftest import Host
@@ -223,7 +224,8 @@ async def test_doctor_fails_a_host_whose_forwarder_is_gone_while_its_pis_are_up(
 async def test_doctor_warns_when_the_forwarders_heartbeat_stream_is_missing(
     nats_server: NatsServer,
 ) -> None:
-    from pi_ask_sdk.transports.nats import FleetNames, FleetSettings, connect_nats, ensure_streams
+    from pi_ask_sdk.fleet import FleetNames, FleetSettings
+    from pi_ask_sdk.fleet.connection import connect_nats, ensure_streams
 
     names = FleetNames()
     nc = await connect_nats(NatsOptions(nats_server.url))

@@ -11,9 +11,9 @@ import msgspec
 import pytest
 
 from pi_ask_sdk import BridgeClient, SubmitAccepted, SubmitRejected
+from pi_ask_sdk.fleet import Fleet
 from pi_ask_sdk.outcomes import SubmitLost, SubmitTimedOut
 from pi_ask_sdk.testing import unchecked_answer, yes_no_params
-from pi_ask_sdk.transports.nats import Fleet
 
 from .conftest import Host
 from .kit import all_done, submits_per_request, yes

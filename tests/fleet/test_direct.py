@@ -31,7 +31,10 @@ from pi_ask_sdk import (
     SubmitAccepted,
     SubmitNotSent,
 )
-from pi_ask_sdk.fleet import Forwarder
+from pi_ask_sdk.fleet import Fleet, Forwarder
+from pi_ask_sdk.fleet._transport import encode_submit, submit_msg_id
+from pi_ask_sdk.fleet.follow import Follower
+from pi_ask_sdk.fleet.protocol import Header
 from pi_ask_sdk.outcomes import (
     BridgeEvent,
     FlowCompleted,
@@ -42,9 +45,6 @@ from pi_ask_sdk.outcomes import (
     SubmitTimedOut,
 )
 from pi_ask_sdk.testing import yes_no_params
-from pi_ask_sdk.transports.nats import Fleet, Header
-from pi_ask_sdk.transports.nats._follow import Follower
-from pi_ask_sdk.transports.nats._transport import encode_submit, submit_msg_id
 
 from .conftest import Host
 from .kit import ForwarderProcess, all_done, local_no, relay_answered, submits_per_request, yes

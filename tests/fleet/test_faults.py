@@ -14,12 +14,13 @@ from nats.js.api import DeliverPolicy
 from pi_ask_core import SUBMIT_RESULT, AnswerResponse, RemoteAnswer, SubmitEvent, decode_event
 from pi_ask_core import SubmitAck as SubmitAckEvent
 from pi_ask_sdk import BridgeClient, SubmitAccepted, SubmitNotSent, SubmitRejected
+from pi_ask_sdk.fleet import Fleet
+from pi_ask_sdk.fleet._transport import encode_submit, submit_msg_id
+from pi_ask_sdk.fleet.follow import Follower
+from pi_ask_sdk.fleet.protocol import Header
 from pi_ask_sdk.outcomes import FlowCompleted, SessionEnded, SubmitLost, SubmitTimedOut
 from pi_ask_sdk.testing import yes_no_params
 from pi_ask_sdk.testing.nats_server import NatsServer
-from pi_ask_sdk.transports.nats import Fleet, Header
-from pi_ask_sdk.transports.nats._follow import Follower
-from pi_ask_sdk.transports.nats._transport import encode_submit, submit_msg_id
 
 from .conftest import Host
 from .kit import (

@@ -15,12 +15,13 @@ from pi_ask_sdk import (
     SubmitAccepted,
     SubmitRejected,
 )
+from pi_ask_sdk.fleet import Fleet, FleetPi, FleetPiNotFound, pi_transport
 from pi_ask_sdk.forms import F
 from pi_ask_sdk.outcomes import SessionEnded
+from pi_ask_sdk.serving import serve
 from pi_ask_sdk.sync import SyncBridgeClient
 from pi_ask_sdk.testing import yes_no_params
 from pi_ask_sdk.testing.nats_server import NatsServer
-from pi_ask_sdk.transports.nats import Fleet, FleetPi, FleetPiNotFound, pi_transport
 
 from .conftest import Host
 
@@ -76,7 +77,7 @@ async def test_serve_reaches_every_pi_of_every_host_including_later_ones(
                 await seen.put((pi.host, pi.pid, flow.tool_call_id or ""))
 
         stop = asyncio.Event()
-        serving = asyncio.create_task(fleet.serve(handler, stop=stop))
+        serving = asyncio.create_task(serve(handler, fleet, stop=stop))
         first.open_form(yes_no_params(), "a")
         assert await asyncio.wait_for(seen.get(), 10) == ("h1", first.pid, "a")
         later = await other.start_pi()  # a Pi (on another host) that starts later
@@ -224,8 +225,8 @@ async def test_the_sync_facade_answers_a_fleet_pi(host: Host, fleet: Fleet) -> N
 
 @pytest.mark.asyncio
 async def test_a_refused_connection_fails_at_once_saying_nothing_answers() -> None:
+    from pi_ask_sdk.fleet import FleetUnavailable, NatsOptions
     from pi_ask_sdk.testing.nats_server import free_port
-    from pi_ask_sdk.transports.nats import FleetUnavailable, NatsOptions
 
     url = f"nats://127.0.0.1:{free_port()}"  # nothing listens: refused at once
     # (well before connect_timeout: that bound is for a server that accepts, not one refusing)
@@ -239,8 +240,8 @@ async def test_a_refused_connection_fails_at_once_saying_nothing_answers() -> No
 
 @pytest.mark.asyncio
 async def test_a_refusing_server_beside_a_live_one_is_skipped(host: Host) -> None:
+    from pi_ask_sdk.fleet import NatsOptions
     from pi_ask_sdk.testing.nats_server import free_port
-    from pi_ask_sdk.transports.nats import NatsOptions
 
     refusing = f"nats://127.0.0.1:{free_port()}"
     for url in (f"{refusing},{host.url}", f"{host.url},{refusing}"):
@@ -250,7 +251,7 @@ async def test_a_refusing_server_beside_a_live_one_is_skipped(host: Host) -> Non
 
 @pytest.mark.asyncio
 async def test_a_server_that_accepts_but_never_answers_is_a_typed_error_in_bounded_time() -> None:
-    from pi_ask_sdk.transports.nats import FleetUnavailable, NatsOptions
+    from pi_ask_sdk.fleet import FleetUnavailable, NatsOptions
 
     held: list[asyncio.StreamWriter] = []
 

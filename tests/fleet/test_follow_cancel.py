@@ -12,7 +12,7 @@ from typing import cast
 import pytest
 from nats.js import JetStreamContext
 
-from pi_ask_sdk.transports.nats._follow import Follower
+from pi_ask_sdk.fleet.follow import Follower
 
 
 class _Info:

@@ -11,9 +11,10 @@ import pytest
 import pytest_asyncio
 
 from pi_ask_sdk import BridgeClient, SubmitAccepted
+from pi_ask_sdk.fleet import Fleet, FleetPi, FleetPiNotFound, FleetSettings
 from pi_ask_sdk.outcomes import SessionEnded, SubmitLost, SubmitNotSent
+from pi_ask_sdk.serving import serve
 from pi_ask_sdk.testing import yes_no_params
-from pi_ask_sdk.transports.nats import Fleet, FleetPi, FleetPiNotFound, FleetSettings
 
 from .conftest import Host
 from .kit import BridgeProcess, ForwarderProcess, relay_answered, yes
@@ -98,7 +99,7 @@ async def test_forms_still_open_are_served_again_when_a_forwarder_comes_back(
 
     stop = asyncio.Event()
     async with watching(host.url) as fleet:
-        serving = asyncio.create_task(fleet.serve(handler, stop=stop))
+        serving = asyncio.create_task(serve(handler, fleet, stop=stop))
         try:
             first = relay.open_form(yes_no_params(), "first")
             assert await asyncio.wait_for(seen.get(), 30) == (1, "first")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from pi_ask_sdk.fleet import Fleet
 from pi_ask_sdk.testing import CHECKS, AskParams, check_transport
-from pi_ask_sdk.transports.nats import Fleet
 
 from .conftest import Host
 

@@ -20,19 +20,12 @@ from nats.aio.msg import Msg
 from nats.js.api import ConsumerConfig
 
 from pi_ask_sdk import BridgeClient, SubmitAccepted
+from pi_ask_sdk.fleet import Fleet, FleetNames, FleetPi, FleetSettings, NatsOptions
+from pi_ask_sdk.fleet.connection import connect_nats, ensure_forwarder_consumer, ensure_streams
+from pi_ask_sdk.fleet.protocol import NatsPermissions
+from pi_ask_sdk.serving import serve
 from pi_ask_sdk.testing import yes_no_params
 from pi_ask_sdk.testing.nats_server import NatsServer, nats_server
-from pi_ask_sdk.transports.nats import (
-    Fleet,
-    FleetNames,
-    FleetPi,
-    FleetSettings,
-    NatsOptions,
-    NatsPermissions,
-    connect_nats,
-    ensure_forwarder_consumer,
-    ensure_streams,
-)
 
 from .conftest import Host
 from .kit import relay_answered, yes
@@ -304,7 +297,7 @@ async def test_the_bridge_permissions_serve_forms_and_cannot_fake_forwarders(
 
         stop = asyncio.Event()
         async with Fleet(options(server, "bridge", "bridge"), setup=False, heartbeat=0.2) as fleet:
-            serving = asyncio.create_task(fleet.serve(handler, stop=stop))
+            serving = asyncio.create_task(serve(handler, fleet, stop=stop))
             try:
                 # the forwarder hears the bridge's presence: the relay gets an answerer
                 await relay.wait_answerers(1, 10)

@@ -10,10 +10,10 @@ import pytest
 
 from pi_ask_core import AnswerResponse, RemoteAnswer
 from pi_ask_sdk import BridgeClient
+from pi_ask_sdk.fleet import Fleet
 from pi_ask_sdk.outcomes import FlowStarted, SessionEnded
 from pi_ask_sdk.testing import yes_no_params
 from pi_ask_sdk.testing.nats_server import NatsServer
-from pi_ask_sdk.transports.nats import Fleet
 
 from .conftest import Host
 

@@ -28,10 +28,9 @@ from pi_ask_core import STARTED
 from pi_ask_sdk import BridgeClient, FlowId, SubmitAccepted
 from pi_ask_sdk.cli.doctor_fleet import survey_fleet
 from pi_ask_sdk.cli.watch_fleet import watch_fleet
-from pi_ask_sdk.fleet import Forwarder
+from pi_ask_sdk.fleet import Fleet, FleetNames, Forwarder, NatsOptions
 from pi_ask_sdk.testing.nats_server import NatsServer
 from pi_ask_sdk.testing.realpi import PiRecord
-from pi_ask_sdk.transports.nats import Fleet, FleetNames, NatsOptions
 from tests.integration.conftest import pi_installation, shared_tmp
 from tests.integration.pi_process import (
     PiEnv,

@@ -19,9 +19,8 @@ import pytest
 import pytest_asyncio
 
 from pi_ask_sdk import BridgeClient, SubmitAccepted
-from pi_ask_sdk.fleet import Forwarder
+from pi_ask_sdk.fleet import Fleet, Forwarder
 from pi_ask_sdk.testing.nats_server import NatsServer
-from pi_ask_sdk.transports.nats import Fleet
 from tests.integration.pi_process import TIMEOUT, PiEnv, PiProcess, choose
 from tests.integration.test_headless import (
     GRACE_MS,

@@ -1,4 +1,5 @@
-"""``Fleet``: a bridge's NATS connection to every Pi of every host; discovery and ``serve``."""
+"""``Fleet``: a bridge's NATS connection to every Pi of every host, and its Pis as a source of
+``pi_ask_sdk.serving.serve``."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import contextlib
 import dataclasses
 import logging
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Final
@@ -19,39 +20,38 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from typing_extensions import Self
 
-from pi_ask_sdk._tasks import cancel_and_wait, within
-from pi_ask_sdk.client import BridgeClient
-from pi_ask_sdk.errors import FleetError, FleetUnavailable, InvalidArgument, InvalidUse
+from pi_ask_sdk._tasks import within
+from pi_ask_sdk.errors import InvalidArgument, InvalidUse
 from pi_ask_sdk.transports.relay import RelayRole
 
-from ._follow import Follower
-from ._setup import (
+from ._transport import NatsTransport
+from .connection import NatsOptions, close_nats, connect_nats, ensure_streams
+from .errors import FleetUnavailable
+from .follow import Follower
+from .liveness import Beater, Liveness
+from .protocol import (
     ENCODER,
     FORWARDER_BEAT_DECODER,
     HEARTBEAT_DECODER,
     STATE_DECODER,
+    FleetNames,
     FleetSettings,
     Heartbeat,
-    NatsOptions,
     PiState,
-    close_nats,
-    connect_nats,
+    check_host_id,
     decode_body,
-    ensure_streams,
 )
-from ._transport import NatsTransport
-from .subjects import FleetNames, check_host_id
 
 log: Final = logging.getLogger("pi_ask_sdk.fleet")
 
-__all__ = ["Fleet", "FleetHandler", "FleetPi", "pi_transport", "serve_fleet"]
+__all__ = ["Fleet", "FleetPi", "pi_transport"]
 
 
 @dataclass(frozen=True, slots=True)
 class FleetPi:
     """A Pi process of the fleet, as its host's forwarder reported it."""
 
-    __module__ = "pi_ask_sdk.transports.nats"  # documented where users import it from
+    __module__ = "pi_ask_sdk.fleet"  # documented where users import it from
 
     host: str
     pid: int
@@ -67,10 +67,6 @@ class FleetPi:
         )
 
 
-FleetHandler = Callable[[BridgeClient, FleetPi], Awaitable[None]]
-"""Serves one Pi of the fleet: typically ``async for flow in client.flows(): ...``."""
-
-
 class Fleet:
     """A bridge's connection to the fleet: ``async with Fleet("nats://…") as fleet``.
 
@@ -82,17 +78,18 @@ class Fleet:
     long a restarted server goes unnoticed by each consumer.
 
     ``transport(host, pid)`` makes a ``NatsTransport`` for one Pi; ``pis()`` lists the Pis up
-    now; ``serve(handler)`` runs ``handler(client, pi)`` for every Pi, now and later.
+    now; ``pi_ask_sdk.serve(handler, fleet)`` runs ``handler(client, pi)`` for every Pi, now
+    and later (``Fleet`` is its source: ``follow``, ``pi_key``, ``pi_transport``).
 
     Forwarder liveness: a host whose forwarder has not heartbeaten for
     ``settings.forwarder_timeout`` seconds (10 s) is "forwarder gone": its Pis are left out of
     ``pis()``, its transports end (``disconnected``: pending submits ``SubmitLost``) and
     ``open`` refuses them (``FleetPiNotFound``); ``serve`` serves them again when it beats
-    again (``forwarder_alive(host)``).
+    again (``forwarder_alive(host)``), whatever their old handlers are still doing.
     Raises ``FleetUnavailable`` (from ``open``) when the server or its JetStream is unreachable.
     """
 
-    __module__ = "pi_ask_sdk.transports.nats"  # documented where users import it from
+    __module__ = "pi_ask_sdk.fleet"  # documented where users import it from
 
     def __init__(
         self,
@@ -127,11 +124,10 @@ class Fleet:
         self._nc: Client | None = None
         self._js: JetStreamContext | None = None
         self._transports: set[NatsTransport] = set()
-        self._tasks: list[asyncio.Task[None]] = []
         self._closed = False
-        self._alive: dict[str, asyncio.TimerHandle] = {}  # host -> when it counts as gone
-        self._liveness: Follower | None = None
-        self._host_watchers: list[Callable[[str, bool], None]] = []
+        self._forwarders = Liveness(self._forwarder_changed)  # by host
+        self._beats: Follower | None = None
+        self._beater = Beater(self._beat, heartbeat)
 
     # --- lifecycle ---
 
@@ -151,8 +147,7 @@ class Fleet:
             await self._follow_forwarders()
             if self._role == "answerer":
                 await nc.subscribe(self._names.probe, cb=self._on_probe)
-                await self._beat()
-                self._tasks.append(asyncio.get_running_loop().create_task(self._beat_loop()))
+                await self._beater.start()
         except BaseException:
             await self.close()
             raise
@@ -162,13 +157,11 @@ class Fleet:
         if self._closed:
             return
         self._closed = True
-        await cancel_and_wait(self._tasks, what="fleet's tasks")
-        self._tasks.clear()
-        for handle in self._alive.values():
-            handle.cancel()
-        if self._liveness is not None:
+        await self._beater.stop()
+        self._forwarders.close()
+        if self._beats is not None:
             with contextlib.suppress(asyncio.TimeoutError):
-                await within(self._liveness.stop(), 2)
+                await within(self._beats.stop(), 2)
         for transport in list(self._transports):
             transport._fleet_closed()
         nc, self._nc = self._nc, None
@@ -261,31 +254,22 @@ class Fleet:
             raise FleetUnavailable(
                 self.url, f"the forwarders' heartbeats cannot be read ({exc!r})"
             ) from exc
-        self._liveness = follower
+        self._beats = follower
 
     def forwarder_alive(self, host: str) -> bool:
         """Whether ``host``'s forwarder heartbeat within the last ``forwarder_timeout`` s."""
-        return host in self._alive
+        return self._forwarders.alive(host)
 
     async def wait_forwarder(self, host: str, timeout: float) -> bool:
         """Whether ``host``'s forwarder is alive now or heartbeats within ``timeout`` seconds
         (its heartbeat and its Pis' states come through different consumers: either may be
         delivered first)."""
-        if self.forwarder_alive(host):
-            return True
-        heard = asyncio.get_running_loop().create_future()
+        return await self._forwarders.wait(host, timeout)
 
-        def on_host(changed: str, alive: bool) -> None:
-            if alive and changed == host and not heard.done():
-                heard.set_result(True)
-
-        self._host_watchers.append(on_host)
-        try:
-            return bool(await within(heard, timeout))
-        except asyncio.TimeoutError:
-            return False
-        finally:
-            self._host_watchers.remove(on_host)
+    def watch_forwarders(self, watcher: Callable[[str, bool], None]) -> Callable[[], None]:
+        """Call ``watcher(host, alive)`` whenever a host's forwarder comes (back) or is counted
+        gone; returns what stops it."""
+        return self._forwarders.watch(watcher)
 
     def _on_forwarder_beat(self, msg: Msg) -> None:
         try:
@@ -296,18 +280,10 @@ class Fleet:
             return
         if msg.subject != self._names.forwarder(host):
             return
-        handle = self._alive.pop(host, None)
-        if handle is not None:
-            handle.cancel()
-        loop = asyncio.get_running_loop()
-        timeout = self._settings.forwarder_timeout
-        self._alive[host] = loop.call_later(timeout, self._forwarder_silent, host)
-        if handle is None:
-            for watcher in list(self._host_watchers):
-                watcher(host, True)
+        self._forwarders.heard(host, self._settings.forwarder_timeout)
 
-    def _forwarder_silent(self, host: str) -> None:
-        if self._alive.pop(host, None) is None or self._closed:
+    def _forwarder_changed(self, host: str, alive: bool) -> None:
+        if alive or self._closed:
             return
         log.warning(
             "pi_ask_sdk.fleet: the forwarder of host %r is gone (silent for %g s): its Pis' "
@@ -318,8 +294,6 @@ class Fleet:
         for transport in list(self._transports):
             if transport.host == host:
                 transport._forwarder_gone(self._settings.forwarder_timeout)
-        for watcher in list(self._host_watchers):
-            watcher(host, False)
 
     # --- presence ---
 
@@ -332,13 +306,8 @@ class Fleet:
             with contextlib.suppress(nats.errors.Error, OSError):
                 await nc.publish(self._names.bridge(self._bridge_id), ENCODER.encode(beat))
 
-    async def _beat_loop(self) -> None:
-        while True:
-            await asyncio.sleep(self._heartbeat)  # the heartbeat's period, not a synchronisation
-            await self._beat()
-
     async def _on_probe(self, msg: Msg) -> None:
-        await self._beat()
+        await self._beater.now()
 
     # --- Pis ---
 
@@ -419,7 +388,7 @@ class Fleet:
             on_state,
             idle_heartbeat=self.idle_heartbeat,
         )
-        self._host_watchers.append(on_host)
+        unwatch = self.watch_forwarders(on_host)
         try:
             try:
                 await follower.start(timeout)
@@ -427,7 +396,7 @@ class Fleet:
                 raise FleetUnavailable(self.url, f"cannot follow Pi {pid} ({exc!r})") from exc
             return await within(found, timeout)  # (a cancel is never swallowed: _follow)
         finally:
-            self._host_watchers.remove(on_host)
+            unwatch()
             await follower.stop()
 
     async def bridges(self, *, wait: float = 1.0) -> list[Heartbeat]:
@@ -455,47 +424,23 @@ class Fleet:
                 await sub.unsubscribe()
         return [heard[bridge] for bridge in sorted(heard)]
 
-    async def serve(
-        self,
-        handler: FleetHandler,
-        *,
-        stop: asyncio.Event | None = None,
-        request_id_prefix: str = "bridge",
-        timeout: float = 10.0,
-    ) -> None:
-        """Run ``handler(client, pi)`` for every Pi up in the fleet, and for each that comes up
-        later, until ``stop`` is set (or cancelled). Each Pi gets its own ``BridgeClient`` over a
-        ``NatsTransport``, so one Pi's session end or exit touches only its forms; a handler's
-        failure is logged and stays with its Pi.
+    # --- the Pis, for serve(handler, fleet) ---
 
-        Args:
-            handler: Serves one Pi, given its client (open) and the Pi.
-            stop: Set it to stop serving; every handler is then cancelled.
-            request_id_prefix: The start of every request id the clients make up.
-            timeout: Seconds to wait for the fleet's list of Pis.
+    async def follow(
+        self, found: Callable[[FleetPi], bool], stop: asyncio.Event, *, timeout: float = 10.0
+    ) -> None:
+        """Call ``found(pi)`` for every Pi up in the fleet, each that comes up later, and each
+        whose host's forwarder is back (its transport ended meanwhile), until ``stop`` is set:
+        the fleet as a source of ``pi_ask_sdk.serving.serve``.
+
+        Raises:
+            FleetUnavailable: The Pis' states did not come within ``timeout`` seconds.
         """
-        stop = asyncio.Event() if stop is None else stop
-        serving: dict[tuple[str, int], tuple[asyncio.Task[None], NatsTransport]] = {}
-        lingering: set[asyncio.Task[None]] = set()  # handlers of ended transports, returning
         states: dict[tuple[str, int], PiState] = {}
-        loop = asyncio.get_running_loop()
 
         def consider(state: PiState) -> None:
-            if state.state != "up" or stop.is_set() or not self.forwarder_alive(state.host):
-                return
-            key = (state.host, state.pid)
-            current = serving.get(key)
-            if current is not None and not current[0].done():
-                if not current[1].is_ended:
-                    return
-                # Its transport ended (the forwarder was gone): the Pi is back, so it is served
-                # again now, whatever its old handler is still doing.
-                lingering.add(current[0])
-                current[0].add_done_callback(lingering.discard)
-            pi = FleetPi._from_state(state)
-            transport = self.transport(pi.host, pi.pid)
-            task = loop.create_task(self._serve_one(handler, pi, transport, request_id_prefix))
-            serving[key] = (task, transport)
+            if state.state == "up" and not stop.is_set() and self.forwarder_alive(state.host):
+                found(FleetPi._from_state(state))
 
         def on_state(msg: Msg) -> None:
             state = _state(msg)
@@ -509,7 +454,7 @@ class Fleet:
             consider(state)
 
         def on_host(host: str, alive: bool) -> None:
-            # A forwarder back: its Pis still up are served again (a fresh transport's
+            # A forwarder back: its Pis still up are found again (a fresh transport's
             # snapshot: exactly the forms open now).
             if alive:
                 for state in [s for (h, _), s in states.items() if h == host]:
@@ -522,7 +467,7 @@ class Fleet:
             on_state,
             idle_heartbeat=self.idle_heartbeat,
         )
-        self._host_watchers.append(on_host)
+        unwatch = self.watch_forwarders(on_host)
         try:
             try:
                 await follower.start(timeout)
@@ -530,23 +475,16 @@ class Fleet:
                 raise FleetUnavailable(self.url, f"the Pis' states did not come ({exc!r})") from exc
             await stop.wait()
         finally:
-            self._host_watchers.remove(on_host)
+            unwatch()
             await follower.stop()
-            tasks = [task for task, _ in serving.values()] + list(lingering)
-            await cancel_and_wait(tasks, what="Pi handlers")
 
-    async def _serve_one(
-        self, handler: FleetHandler, pi: FleetPi, transport: NatsTransport, prefix: str
-    ) -> None:
-        try:
-            async with BridgeClient(transport, request_id_prefix=prefix) as c:
-                await handler(c, pi)
-        except asyncio.CancelledError:
-            raise
-        except FleetError as exc:
-            log.info("pi_ask_sdk.fleet: not serving Pi %d on %r: %s", pi.pid, pi.host, exc)
-        except Exception:
-            log.exception("pi_ask_sdk.fleet: serving Pi %d on %r failed", pi.pid, pi.host)
+    def pi_key(self, pi: FleetPi) -> tuple[str, int]:
+        """A Pi's key: its host and pid."""
+        return (pi.host, pi.pid)
+
+    def pi_transport(self, pi: FleetPi) -> NatsTransport:
+        """A new ``NatsTransport`` to ``pi`` (``transport(pi.host, pi.pid)``)."""
+        return self.transport(pi.host, pi.pid)
 
 
 def _state(msg: Msg) -> PiState | None:
@@ -558,30 +496,6 @@ def _state(msg: Msg) -> PiState | None:
     except msgspec.DecodeError:
         log.warning("pi_ask_sdk.fleet: skipped a bad state on %s", msg.subject)
         return None
-
-
-async def serve_fleet(
-    handler: FleetHandler,
-    options: NatsOptions | str = "nats://127.0.0.1:4222",
-    *,
-    stop: asyncio.Event | None = None,
-    names: FleetNames | None = None,
-) -> None:
-    """``serve_every_pi`` for the fleet: ``handler(client, pi)`` for every Pi on every host
-    (including Pis and hosts that appear later), as an answering bridge, until ``stop`` is set
-    or cancelled.
-
-    Args:
-        handler: Serves one Pi, given its client (open) and the Pi.
-        options: The NATS server's URL, or ``NatsOptions``.
-        stop: Set it to stop serving.
-        names: The fleet's names (its subject prefix); the default prefix otherwise.
-
-    Raises:
-        FleetUnavailable: The server or its JetStream cannot be reached.
-    """
-    async with Fleet(options, names=names) as fleet:
-        await fleet.serve(handler, stop=stop)
 
 
 def pi_transport(

@@ -22,12 +22,22 @@ from nats.js.api import DeliverPolicy
 
 from pi_ask_core import COMPLETED, STARTED, SUBMIT_RESULT, SubmitEvent
 from pi_ask_sdk._tasks import within
-from pi_ask_sdk.errors import ConnectionLost, FleetPiNotFound, FleetUnavailable, InvalidUse
+from pi_ask_sdk.errors import ConnectionLost, InvalidUse
 from pi_ask_sdk.transports.base import TransportListener
 
-from ._follow import Follower
-from ._setup import STATE_DECODER, TOO_LARGE_DECODER, PiState, decode_body, encode_body, max_payload
-from .subjects import FleetNames, Header
+from .connection import max_payload
+from .errors import FleetPiNotFound, FleetUnavailable
+from .follow import Follower
+from .protocol import (
+    STATE_DECODER,
+    TOO_LARGE_DECODER,
+    FleetNames,
+    Header,
+    JsCode,
+    PiState,
+    decode_body,
+    encode_body,
+)
 
 log: Final = logging.getLogger("pi_ask_sdk.fleet")
 
@@ -35,8 +45,6 @@ _Phase = Literal["new", "snapshot", "live", "ended", "closed"]
 _ENCODER: Final = msgspec.json.Encoder()
 _DIRECT_TIMEOUT: Final = 2.0
 """How long a direct submit waits for its result before it goes through SUBMITS (marked)."""
-_NATS_STATUS: Final = "Status"
-_NO_RESPONDERS: Final = "503"
 _DELIVERED_KEPT: Final = 1024
 """Submit ids whose result was delivered, kept to drop the other copy (RESULTS keeps one)."""
 
@@ -137,7 +145,7 @@ class NatsTransport:
     ``SyncBridgeClient``, whose loop is private.
     """
 
-    __module__ = "pi_ask_sdk.transports.nats"  # documented where users import it from
+    __module__ = "pi_ask_sdk.fleet"  # documented where users import it from
 
     def __init__(
         self,
@@ -336,7 +344,7 @@ class NatsTransport:
             reply.cancel()
             return "ambiguous"
         msg = reply.result()
-        if (msg.headers or {}).get(_NATS_STATUS) == _NO_RESPONDERS:
+        if (msg.headers or {}).get(JsCode.STATUS) == JsCode.NO_RESPONDERS:
             return "not_taken"  # (the server's answer: nobody subscribes to the subject)
         return msg
 

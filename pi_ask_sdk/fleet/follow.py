@@ -22,9 +22,12 @@ from nats.js.api import DeliverPolicy
 
 from pi_ask_sdk._tasks import within
 
+__all__ = ["Follower", "MsgHandler"]
+
 log: Final = logging.getLogger("pi_ask_sdk.fleet")
 
 MsgHandler = Callable[[Msg], None]
+"""Handles one message of a followed stream, on the event loop."""
 
 
 class Follower:

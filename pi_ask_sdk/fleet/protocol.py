@@ -1,6 +1,7 @@
-"""Every NATS subject, stream and header name of the fleet, in one place (docs/fleet.md).
-
-Importing this module does not import ``nats``: tools may name subjects without the extra.
+"""The fleet's protocol, in one place (docs/fleet.md): every NATS subject, stream and header
+name, the records on them, the streams' configurations, how a body is encoded, and the named
+JetStream error codes and nats-py status the fleet reads. Nothing outside this module writes a
+subject shape or a JetStream code.
 
 Subjects (``<p>`` is the prefix, ``piask`` by default; ``<host>`` a host id; ``<pid>`` Pi's
 process id; ``<flow>`` a token made from the flow id; ``<tid>`` one bridge transport's id):
@@ -35,20 +36,54 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import logging
 import re
+import zlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final, Literal, TypedDict
 
+import msgspec
+from nats.aio.msg import Msg
+from nats.js.api import (
+    AckPolicy,
+    ConsumerConfig,
+    DeliverPolicy,
+    DiscardPolicy,
+    RetentionPolicy,
+    StorageType,
+    StreamConfig,
+)
+
 from pi_ask_sdk.errors import InvalidArgument
 
+from .errors import FleetPayloadTooLarge
+
+log: Final = logging.getLogger("pi_ask_sdk.fleet")
+
 __all__ = [
+    "COMPRESS_OVER",
     "DEFAULT_PREFIX",
+    "ENCODER",
+    "FORWARDER_BEAT_DECODER",
+    "HEARTBEAT_DECODER",
+    "STATE_DECODER",
+    "TOO_LARGE_DECODER",
     "FleetNames",
+    "FleetSettings",
     "FlowKind",
+    "ForwarderBeat",
     "Header",
+    "Heartbeat",
+    "JsCode",
     "NatsPermissions",
+    "PiState",
+    "TooLarge",
     "check_host_id",
+    "decode_body",
+    "encode_body",
     "flow_token",
+    "forwarder_consumer_config",
 ]
 
 DEFAULT_PREFIX: Final = "piask"
@@ -58,6 +93,22 @@ FlowKind = Literal["started", "completed", "gone", "too_large"]
 ``completed`` payload, unchanged; ``gone``: the form ended without a ``completed`` (its session
 ended, its Pi exited, or it vanished while the forwarder was away); ``too_large``: its started
 payload did not fit the server's ``max_payload`` (the body says how big it was)."""
+
+
+class JsCode:
+    """The JetStream API error codes (``APIError.err_code``) and nats-py status the fleet
+    reads."""
+
+    MESSAGE_TOO_LARGE: Final = 10054
+    """A message over the stream's (or server's) maximum size: never retried."""
+    STREAM_NOT_FOUND: Final = 10059
+    """No such stream (e.g. no forwarder ever connected with this prefix)."""
+    NO_MESSAGE: Final = 10037
+    """No message on that subject (``get_last_msg``: e.g. no heartbeat within its max age)."""
+    NO_RESPONDERS: Final = "503"
+    """The ``Status`` header of a request's reply when nobody subscribes to its subject."""
+    STATUS: Final = "Status"
+    """The header nats-py puts a reply's status in."""
 
 
 class Header:
@@ -365,3 +416,193 @@ class FleetNames:
             return None
         rest = parts[3] if len(parts) > 3 else ""
         return parts[0], int(parts[1]), parts[2], rest
+
+
+@dataclass(frozen=True, slots=True)
+class FleetSettings:
+    """Stream settings (seconds; file storage, one replica unless ``replicas`` says more).
+
+    ``flows_max_age``: how long FLOWS keeps a Pi's state and a form's last word (a form open for
+    longer drops out of late joiners' snapshots; live bridges still have it).
+    ``submits_max_age``: how long a submit waits for its host's forwarder.
+    ``results_max_age``: how long a submit-result waits for its bridge.
+    ``duplicate_window``: JetStream's de-duplication of a re-sent submit (same ``Nats-Msg-Id``).
+    ``forwarder_timeout``: how long a host's forwarder may be silent (it heartbeats every
+    second) before bridges report its Pis ended ("forwarder gone"); the FORWARDERS stream keeps
+    each heartbeat that long.
+    """
+
+    __module__ = "pi_ask_sdk.fleet"  # documented where users import it from
+
+    flows_max_age: float = 7 * 24 * 3600.0
+    submits_max_age: float = 600.0
+    results_max_age: float = 900.0
+    duplicate_window: float = 120.0
+    forwarder_timeout: float = 10.0
+    replicas: int = 1
+    memory: bool = False
+
+    def streams(self, names: FleetNames) -> list[StreamConfig]:
+        """The configurations of the fleet's three streams under ``names``."""
+        storage = StorageType.MEMORY if self.memory else StorageType.FILE
+        return [
+            StreamConfig(
+                name=names.flows_stream,
+                subjects=names.flows_subjects,
+                retention=RetentionPolicy.LIMITS,
+                max_msgs_per_subject=1,
+                max_age=self.flows_max_age,
+                discard=DiscardPolicy.OLD,
+                storage=storage,
+                num_replicas=self.replicas,
+                duplicate_window=self.duplicate_window,
+            ),
+            StreamConfig(
+                name=names.submits_stream,
+                subjects=names.submits_subjects,
+                retention=RetentionPolicy.WORK_QUEUE,
+                max_age=self.submits_max_age,
+                storage=storage,
+                num_replicas=self.replicas,
+                duplicate_window=self.duplicate_window,
+            ),
+            StreamConfig(
+                name=names.forwarders_stream,
+                subjects=names.forwarders_subjects,
+                retention=RetentionPolicy.LIMITS,
+                max_msgs_per_subject=1,
+                max_age=self.forwarder_timeout,
+                discard=DiscardPolicy.OLD,
+                storage=storage,
+                num_replicas=self.replicas,
+                duplicate_window=min(self.duplicate_window, self.forwarder_timeout),
+            ),
+            StreamConfig(
+                name=names.results_stream,
+                subjects=names.results_subjects,
+                retention=RetentionPolicy.LIMITS,
+                max_age=self.results_max_age,
+                storage=storage,
+                num_replicas=self.replicas,
+                duplicate_window=self.duplicate_window,
+            ),
+        ]
+
+
+def forwarder_consumer_config(
+    names: FleetNames, host: str, *, ack_wait: float = 10.0
+) -> ConsumerConfig:
+    """The durable consumer of SUBMITS that ``host``'s forwarder binds (``forward-<host>``):
+    push to ``names.forwarder_deliver(host)``, explicit acknowledgement, every submit of that
+    host's Pis (``<p>.<host>.*.submit``)."""
+    return ConsumerConfig(
+        durable_name=names.forwarder_consumer(host),
+        deliver_subject=names.forwarder_deliver(host),
+        filter_subject=names.host_submits(host),
+        ack_policy=AckPolicy.EXPLICIT,
+        ack_wait=ack_wait,
+        deliver_policy=DeliverPolicy.ALL,
+        max_ack_pending=10000,
+    )
+
+
+def encode_body(body: bytes, what: str, limit: int) -> tuple[bytes, dict[str, str]]:
+    """``body`` ready to publish (zlib-compressed over ``COMPRESS_OVER`` bytes), and the header
+    that says so; ``FleetPayloadTooLarge`` when it does not fit ``limit`` even so."""
+    headers: dict[str, str] = {}
+    if len(body) > COMPRESS_OVER:
+        packed = zlib.compress(body, 6)
+        if len(packed) < len(body):
+            headers[Header.ENCODING] = "zlib"
+            if len(packed) + 1024 > limit:  # (headers and subject ride in the same limit)
+                raise FleetPayloadTooLarge(what, len(body), limit)
+            return packed, headers
+    if len(body) + 1024 > limit:
+        raise FleetPayloadTooLarge(what, len(body), limit)
+    return body, headers
+
+
+_MAX_INFLATED: Final = 256 * 1024 * 1024
+
+
+def decode_body(msg: Msg) -> bytes | None:
+    """The body of ``msg`` as sent (inflated when compressed); None when it cannot be (a body
+    that inflates past 256 MiB, or bad data: logged)."""
+    headers: Mapping[str, str] = msg.headers or {}
+    encoding = headers.get(Header.ENCODING)
+    if encoding is None:
+        return msg.data
+    if encoding != "zlib":
+        log.warning(
+            "pi_ask_sdk.fleet: skipped a message in encoding %r on %s", encoding, msg.subject
+        )
+        return None
+    try:
+        inflater = zlib.decompressobj()
+        body = inflater.decompress(msg.data, _MAX_INFLATED)
+        if inflater.unconsumed_tail:
+            raise zlib.error("inflates past 256 MiB")
+        return body
+    except zlib.error as exc:
+        log.warning(
+            "pi_ask_sdk.fleet: skipped a bad compressed message on %s: %s", msg.subject, exc
+        )
+        return None
+
+
+# --- small wire records of the fleet's own (states, presence) ---
+
+
+class PiState(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """The body of a ``state`` subject: a Pi process as its forwarder sees it.
+
+    ``epoch`` changes whenever the bridges' view of this Pi must be reset (its session ended,
+    or the forwarder lost and regained its relay and cannot vouch for the forms in between):
+    a transport that sees a new epoch reports ``ended("session_ended")``."""
+
+    state: str  # "up" | "gone"
+    host: str
+    pid: int
+    epoch: str
+    forwarder: str = ""
+    cwd: str = ""
+    pi_version: str = ""
+    session_id: str = ""
+    detail: str = ""
+
+
+class Heartbeat(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """A bridge's presence on ``<p>._bridge.<bridge>``: it answers (or only observes) forms of
+    ``hosts`` (None: every host) and heartbeats every ``interval`` seconds; ``bye``: it left."""
+
+    bridge: str
+    role: str = "answerer"
+    interval: float = 1.0
+    hosts: list[str] | None = None
+    bye: bool = False
+
+
+class ForwarderBeat(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """A forwarder's heartbeat on ``<p>._forwarder.<host>``: alive, beating every ``interval``
+    seconds, following ``pids``."""
+
+    host: str
+    forwarder: str
+    interval: float = 1.0
+    pids: list[int] = []
+
+
+class TooLarge(msgspec.Struct, frozen=True, kw_only=True):
+    """The body of a ``too_large`` flow message."""
+
+    flow_id: str
+    tool_call_id: str | None = None
+    size: int
+    limit: int
+
+
+STATE_DECODER: Final = msgspec.json.Decoder(PiState)
+HEARTBEAT_DECODER: Final = msgspec.json.Decoder(Heartbeat)
+TOO_LARGE_DECODER: Final = msgspec.json.Decoder(TooLarge)
+FORWARDER_BEAT_DECODER: Final = msgspec.json.Decoder(ForwarderBeat)
+ENCODER: Final = msgspec.json.Encoder()

@@ -1,4 +1,5 @@
-"""Connecting to NATS (credentials and TLS passed through) and setting up the fleet's streams."""
+"""Connecting to NATS (several servers, credentials, nkeys and TLS passed through) and setting
+up the fleet's streams."""
 
 from __future__ import annotations
 
@@ -6,44 +7,31 @@ import asyncio
 import contextlib
 import logging
 import ssl
-import zlib
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Final
 
-import msgspec
 import nats
 import nats.errors
 import nats.js.errors
 from nats.aio.client import Client
-from nats.aio.msg import Msg
 from nats.js import JetStreamContext
-from nats.js.api import (
-    AckPolicy,
-    ConsumerConfig,
-    DeliverPolicy,
-    DiscardPolicy,
-    RetentionPolicy,
-    StorageType,
-    StreamConfig,
-)
 
 from pi_ask_sdk._tasks import within
-from pi_ask_sdk.errors import FleetPayloadTooLarge, FleetUnavailable
 
-from .subjects import COMPRESS_OVER, FleetNames, Header
+from .errors import FleetUnavailable
+from .protocol import FleetNames, FleetSettings, forwarder_consumer_config
 
 log: Final = logging.getLogger("pi_ask_sdk.fleet")
 
 __all__ = [
-    "FleetSettings",
     "NatsOptions",
     "close_nats",
     "connect_nats",
     "ensure_forwarder_consumer",
     "ensure_streams",
-    "forwarder_consumer_config",
     "jetstream_off",
+    "max_payload",
     "shown_url",
 ]
 
@@ -52,8 +40,10 @@ __all__ = [
 class NatsOptions:
     """How to reach the NATS server: passed through to ``nats.connect``.
 
-    ``url`` may list several servers separated by commas. ``creds`` is a ``.creds`` file
-    (``user_credentials``); ``tls_ca`` / ``tls_cert`` / ``tls_key`` build an ``ssl.SSLContext``
+    ``url`` may list several servers separated by commas (a cluster: the client fails over
+    between them). ``creds`` is a ``.creds`` file (``user_credentials``: a JWT and its nkey,
+    decentralised auth); ``nkey`` the path of an nkey seed file (``nkeys_seed``: a user the
+    server's configuration names by its public nkey); ``tls_ca`` / ``tls_cert`` / ``tls_key`` build an ``ssl.SSLContext``
     (a ``tls://`` URL alone uses the system's CAs); ``user``/``password`` and ``token`` are
     nats-py's. ``name`` labels the connection in the server's monitoring.
     ``max_reconnect_attempts`` is nats-py's (-1: retry for ever once connected, what a
@@ -63,10 +53,11 @@ class NatsOptions:
     its consumers' deliver subjects): give each NATS user its own and allow it only that, so
     that no user reads another's replies (docs/fleet.md, Security)."""
 
-    __module__ = "pi_ask_sdk.transports.nats"  # documented where users import it from
+    __module__ = "pi_ask_sdk.fleet"  # documented where users import it from
 
     url: str = "nats://127.0.0.1:4222"
     creds: str | None = None
+    nkey: str | None = None
     tls_ca: str | None = None
     tls_cert: str | None = None
     tls_key: str | None = None
@@ -184,6 +175,7 @@ async def _connect(
         servers=servers,
         name=options.name,
         user_credentials=options.creds,
+        nkeys_seed=options.nkey,
         tls=options.ssl_context(),
         user=options.user,
         password=options.password,
@@ -203,77 +195,6 @@ async def _connect(
 
 async def _log_error(exc: Exception) -> None:
     log.debug("pi_ask_sdk.fleet: NATS: %r", exc)
-
-
-@dataclass(frozen=True, slots=True)
-class FleetSettings:
-    """Stream settings (seconds; file storage, one replica unless ``replicas`` says more).
-
-    ``flows_max_age``: how long FLOWS keeps a Pi's state and a form's last word (a form open for
-    longer drops out of late joiners' snapshots; live bridges still have it).
-    ``submits_max_age``: how long a submit waits for its host's forwarder.
-    ``results_max_age``: how long a submit-result waits for its bridge.
-    ``duplicate_window``: JetStream's de-duplication of a re-sent submit (same ``Nats-Msg-Id``).
-    ``forwarder_timeout``: how long a host's forwarder may be silent (it heartbeats every
-    second) before bridges report its Pis ended ("forwarder gone"); the FORWARDERS stream keeps
-    each heartbeat that long.
-    """
-
-    __module__ = "pi_ask_sdk.transports.nats"  # documented where users import it from
-
-    flows_max_age: float = 7 * 24 * 3600.0
-    submits_max_age: float = 600.0
-    results_max_age: float = 900.0
-    duplicate_window: float = 120.0
-    forwarder_timeout: float = 10.0
-    replicas: int = 1
-    memory: bool = False
-
-    def streams(self, names: FleetNames) -> list[StreamConfig]:
-        """The configurations of the fleet's three streams under ``names``."""
-        storage = StorageType.MEMORY if self.memory else StorageType.FILE
-        return [
-            StreamConfig(
-                name=names.flows_stream,
-                subjects=names.flows_subjects,
-                retention=RetentionPolicy.LIMITS,
-                max_msgs_per_subject=1,
-                max_age=self.flows_max_age,
-                discard=DiscardPolicy.OLD,
-                storage=storage,
-                num_replicas=self.replicas,
-                duplicate_window=self.duplicate_window,
-            ),
-            StreamConfig(
-                name=names.submits_stream,
-                subjects=names.submits_subjects,
-                retention=RetentionPolicy.WORK_QUEUE,
-                max_age=self.submits_max_age,
-                storage=storage,
-                num_replicas=self.replicas,
-                duplicate_window=self.duplicate_window,
-            ),
-            StreamConfig(
-                name=names.forwarders_stream,
-                subjects=names.forwarders_subjects,
-                retention=RetentionPolicy.LIMITS,
-                max_msgs_per_subject=1,
-                max_age=self.forwarder_timeout,
-                discard=DiscardPolicy.OLD,
-                storage=storage,
-                num_replicas=self.replicas,
-                duplicate_window=min(self.duplicate_window, self.forwarder_timeout),
-            ),
-            StreamConfig(
-                name=names.results_stream,
-                subjects=names.results_subjects,
-                retention=RetentionPolicy.LIMITS,
-                max_age=self.results_max_age,
-                storage=storage,
-                num_replicas=self.replicas,
-                duplicate_window=self.duplicate_window,
-            ),
-        ]
 
 
 async def ensure_streams(
@@ -299,23 +220,6 @@ def jetstream_off(exc: BaseException) -> str:
     return f"JetStream does not answer ({type(exc).__name__}): start nats-server with -js"
 
 
-def forwarder_consumer_config(
-    names: FleetNames, host: str, *, ack_wait: float = 10.0
-) -> ConsumerConfig:
-    """The durable consumer of SUBMITS that ``host``'s forwarder binds (``forward-<host>``):
-    push to ``names.forwarder_deliver(host)``, explicit acknowledgement, every submit of that
-    host's Pis (``<p>.<host>.*.submit``)."""
-    return ConsumerConfig(
-        durable_name=names.forwarder_consumer(host),
-        deliver_subject=names.forwarder_deliver(host),
-        filter_subject=names.host_submits(host),
-        ack_policy=AckPolicy.EXPLICIT,
-        ack_wait=ack_wait,
-        deliver_policy=DeliverPolicy.ALL,
-        max_ack_pending=10000,
-    )
-
-
 async def ensure_forwarder_consumer(
     js: JetStreamContext, names: FleetNames, host: str, url: str, *, ack_wait: float = 10.0
 ) -> None:
@@ -337,117 +241,7 @@ async def ensure_forwarder_consumer(
         raise FleetUnavailable(url, f"cannot create the consumer {durable} ({exc!r})") from exc
 
 
-def encode_body(body: bytes, what: str, limit: int) -> tuple[bytes, dict[str, str]]:
-    """``body`` ready to publish (zlib-compressed over ``COMPRESS_OVER`` bytes), and the header
-    that says so; ``FleetPayloadTooLarge`` when it does not fit ``limit`` even so."""
-    headers: dict[str, str] = {}
-    if len(body) > COMPRESS_OVER:
-        packed = zlib.compress(body, 6)
-        if len(packed) < len(body):
-            headers[Header.ENCODING] = "zlib"
-            if len(packed) + 1024 > limit:  # (headers and subject ride in the same limit)
-                raise FleetPayloadTooLarge(what, len(body), limit)
-            return packed, headers
-    if len(body) + 1024 > limit:
-        raise FleetPayloadTooLarge(what, len(body), limit)
-    return body, headers
-
-
-_MAX_INFLATED: Final = 256 * 1024 * 1024
-
-
-def decode_body(msg: Msg) -> bytes | None:
-    """The body of ``msg`` as sent (inflated when compressed); None when it cannot be (a body
-    that inflates past 256 MiB, or bad data: logged)."""
-    headers: Mapping[str, str] = msg.headers or {}
-    encoding = headers.get(Header.ENCODING)
-    if encoding is None:
-        return msg.data
-    if encoding != "zlib":
-        log.warning(
-            "pi_ask_sdk.fleet: skipped a message in encoding %r on %s", encoding, msg.subject
-        )
-        return None
-    try:
-        inflater = zlib.decompressobj()
-        body = inflater.decompress(msg.data, _MAX_INFLATED)
-        if inflater.unconsumed_tail:
-            raise zlib.error("inflates past 256 MiB")
-        return body
-    except zlib.error as exc:
-        log.warning(
-            "pi_ask_sdk.fleet: skipped a bad compressed message on %s: %s", msg.subject, exc
-        )
-        return None
-
-
 def max_payload(nc: Client) -> int:
     """The server's ``max_payload`` (1 MiB when not yet known)."""
     size = nc.max_payload
     return size if size > 0 else 1024 * 1024
-
-
-# --- small wire records of the fleet's own (states, presence) ---
-
-
-class PiState(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
-    """The body of a ``state`` subject: a Pi process as its forwarder sees it.
-
-    ``epoch`` changes whenever the bridges' view of this Pi must be reset (its session ended,
-    or the forwarder lost and regained its relay and cannot vouch for the forms in between):
-    a transport that sees a new epoch reports ``ended("session_ended")``."""
-
-    __module__ = "pi_ask_sdk.transports.nats"  # documented where users import it from
-
-    state: str  # "up" | "gone"
-    host: str
-    pid: int
-    epoch: str
-    forwarder: str = ""
-    cwd: str = ""
-    pi_version: str = ""
-    session_id: str = ""
-    detail: str = ""
-
-
-class Heartbeat(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
-    """A bridge's presence on ``<p>._bridge.<bridge>``: it answers (or only observes) forms of
-    ``hosts`` (None: every host) and heartbeats every ``interval`` seconds; ``bye``: it left."""
-
-    __module__ = "pi_ask_sdk.transports.nats"  # documented where users import it from
-
-    bridge: str
-    role: str = "answerer"
-    interval: float = 1.0
-    hosts: list[str] | None = None
-    bye: bool = False
-
-
-class ForwarderBeat(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
-    """A forwarder's heartbeat on ``<p>._forwarder.<host>``: alive, beating every ``interval``
-    seconds, following ``pids``."""
-
-    __module__ = "pi_ask_sdk.transports.nats"  # documented where users import it from
-
-    host: str
-    forwarder: str
-    interval: float = 1.0
-    pids: list[int] = []
-
-
-class TooLarge(msgspec.Struct, frozen=True, kw_only=True):
-    """The body of a ``too_large`` flow message."""
-
-    __module__ = "pi_ask_sdk.transports.nats"  # documented where users import it from
-
-    flow_id: str
-    tool_call_id: str | None = None
-    size: int
-    limit: int
-
-
-STATE_DECODER: Final = msgspec.json.Decoder(PiState)
-HEARTBEAT_DECODER: Final = msgspec.json.Decoder(Heartbeat)
-TOO_LARGE_DECODER: Final = msgspec.json.Decoder(TooLarge)
-FORWARDER_BEAT_DECODER: Final = msgspec.json.Decoder(ForwarderBeat)
-ENCODER: Final = msgspec.json.Encoder()

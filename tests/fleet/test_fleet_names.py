@@ -1,6 +1,6 @@
-"""The fleet's names (pi_ask_sdk.transports.nats.subjects), without nats-py: subject tokens are
-safe for any flow id, host ids are checked, per-Pi subjects parse back, and neither the SDK nor
-the names module loads nats-py."""
+"""The fleet's names (pi_ask_sdk.fleet.protocol): subject tokens are safe for any flow id, host
+ids are checked, per-Pi subjects parse back; neither the SDK nor the CLI loads nats-py until the
+fleet is used."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pi_ask_sdk.errors import InvalidArgument
-from pi_ask_sdk.transports.nats.subjects import FleetNames, check_host_id, flow_token
+from pi_ask_sdk.fleet import FleetNames
+from pi_ask_sdk.fleet.protocol import check_host_id, flow_token
 
 TOKEN = re.compile(r"[A-Za-z0-9_-]+")
 
@@ -49,15 +50,14 @@ def test_per_pi_subjects_parse_back_and_stay_under_the_prefix() -> None:
         FleetNames("bad prefix")
 
 
-def test_neither_the_sdk_nor_the_names_load_nats() -> None:
+def test_neither_the_sdk_nor_the_cli_load_nats() -> None:
     code = (
-        "import sys, pi_ask_sdk, pi_ask_sdk.transports\n"
-        "from pi_ask_sdk.transports.nats import FleetNames, flow_token\n"
-        "from pi_ask_sdk.transports.nats.subjects import Header\n"
-        "from pi_ask_sdk.errors import FleetPiNotFound\n"
+        "import sys, pi_ask_sdk, pi_ask_sdk.transports, pi_ask_sdk.errors\n"
         "assert 'nats' not in sys.modules, sorted(m for m in sys.modules if 'nats' in m)\n"
         "import pi_ask_sdk.cli\n"
         "assert 'nats' not in sys.modules\n"
+        "import pi_ask_sdk.fleet\n"
+        "assert 'nats' in sys.modules\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
