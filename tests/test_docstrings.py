@@ -23,7 +23,7 @@ from typing_extensions import is_typeddict
 ROOT = Path(__file__).resolve().parents[1]
 
 
-NEEDS_NATS = ("pi_ask_sdk.fleet",)
+NEEDS_NATS = ("pi_ask_sdk.fleet", "pi_ask_sdk.fleet.errors")
 """The documented modules whose names load nats-py (the ``nats`` extra)."""
 
 

@@ -25,7 +25,7 @@ from nats.js import JetStreamContext
 from pi_ask_sdk.fleet import FleetNames, FleetUnavailable, NatsOptions
 from pi_ask_sdk.fleet.connection import connect_nats, jetstream_off
 from pi_ask_sdk.fleet.follow import Follower
-from pi_ask_sdk.fleet.protocol import Header, Heartbeat, PiState, decode_body
+from pi_ask_sdk.fleet.protocol import ForwarderBeat, Header, Heartbeat, PiState, decode_body
 
 from .doctor import Check
 from .text import clean, json_line
@@ -49,12 +49,11 @@ class PiSeen:
 
 @dataclass
 class HostSeen:
-    """A host the fleet knows: its forwarder's submit consumer (``forwarder``: bound now;
-    ``waiting``: submits not yet taken), its Pis up."""
+    """A host the fleet knows: whether its forwarder heartbeats now (``forwarder``), its Pis
+    up."""
 
     host: str
-    forwarder: bool | None = None  # None: no consumer (never connected with this prefix)
-    waiting: int = 0
+    forwarder: bool = False
     pis: list[PiSeen] = field(default_factory=list)
 
 
@@ -146,40 +145,37 @@ async def _survey(nc: Client, names: FleetNames, found: FleetSurvey, listen: flo
 
 
 async def _streams(js: JetStreamContext, names: FleetNames, found: FleetSurvey) -> None:
-    streams = (names.flows_stream, names.submits_stream, names.results_stream)
-    for stream in (*streams, names.forwarders_stream):
+    for stream in (names.flows_stream, names.forwarders_stream):
         try:
             info = await js.stream_info(stream)
             found.streams[stream] = info.state.messages
         except nats.js.errors.NotFoundError:
             found.streams[stream] = None
-    if found.streams.get(names.submits_stream) is not None:
+    if found.streams.get(names.forwarders_stream) is not None:
         await _forwarders(js, names, found)
     if found.streams.get(names.flows_stream) is not None:
         await _pis(js, names, found)
 
 
 async def _forwarders(js: JetStreamContext, names: FleetNames, found: FleetSurvey) -> None:
-    prefix = names.forwarder_consumer("")
-    for consumer in await js.consumers_info(names.submits_stream):
-        name = consumer.name or ""
-        if not name.startswith(prefix):
-            continue
-        host = found.hosts.setdefault(name[len(prefix) :], HostSeen(name[len(prefix) :]))
-        host.forwarder = bool(consumer.push_bound)
-        host.waiting = int(consumer.num_pending or 0) + int(consumer.num_ack_pending or 0)
-    # A forwarder counts as connected only while it heartbeats too: the server keeps a cut-off
-    # one's binding until it misses its pings (minutes); FORWARDERS keeps each heartbeat only
-    # forwarder_timeout seconds (docs/fleet.md, Forwarder liveness).
-    for host in found.hosts.values():
-        if not host.forwarder:
-            continue
-        try:
-            await js.get_last_msg(names.forwarders_stream, names.forwarder(host.host))
-        except nats.js.errors.NotFoundError as exc:
-            if exc.err_code == 10059:  # no FORWARDERS stream: forwarders older than heartbeats
-                return  # (their binding alone tells)
-            host.forwarder = False  # (10037: no heartbeat within forwarder_timeout)
+    """The hosts whose forwarder heartbeats: FORWARDERS keeps each host's last heartbeat for
+    ``forwarder_timeout`` seconds (its liveness: pi_ask_sdk.fleet.liveness)."""
+    beats: dict[str, ForwarderBeat] = {}
+
+    def on_beat(msg: Msg) -> None:
+        with contextlib.suppress(msgspec.DecodeError):
+            beat = msgspec.json.decode(msg.data, type=ForwarderBeat)
+            if msg.subject == names.forwarder(beat.host):
+                beats[beat.host] = beat
+
+    follower = Follower(js, names.forwarders_stream, names.all_forwarders, on_beat)
+    try:
+        await follower.start(10.0)
+    finally:
+        with contextlib.suppress(asyncio.TimeoutError):  # (as in watch_fleet)
+            await asyncio.wait_for(follower.stop(), 2)
+    for host, beat in beats.items():
+        found.hosts.setdefault(host, HostSeen(host)).forwarder = not beat.bye
 
 
 async def _pis(js: JetStreamContext, names: FleetNames, found: FleetSurvey) -> None:
@@ -223,22 +219,10 @@ def fleet_checks(found: FleetSurvey) -> list[Check]:
         return [*checks, Check("fail", "jetstream", found.error)]
     if found.error:
         return [*checks, Check("fail", "streams", found.error)]
-    # (the heartbeats' stream is the one the fleet can do without: forwarders older than it)
-    beats = FleetNames(found.prefix).forwarders_stream
-    missing = [name for name, count in found.streams.items() if count is None and name != beats]
+    missing = [name for name, count in found.streams.items() if count is None]
     for name, count in found.streams.items():
         if count is not None:
             checks.append(Check("ok", f"stream {name}", f"{count} message(s)"))
-        elif not missing:
-            checks.append(
-                Check(
-                    "warn",
-                    f"stream {name}",
-                    "missing: the forwarders are older than their heartbeats (upgrade them); "
-                    "a forwarder cut off from the server counts as connected until the server "
-                    "drops its consumer",
-                )
-            )
     if missing:
         checks.append(
             Check(
@@ -249,8 +233,7 @@ def fleet_checks(found: FleetSurvey) -> list[Check]:
             )
         )
         return checks
-    forwarders = [host for host in found.hosts.values() if host.forwarder is not None]
-    if not forwarders:
+    if not found.hosts:
         checks.append(
             Check(
                 "fail",
@@ -310,16 +293,13 @@ def _host_check(host: HostSeen) -> Check:
         f"pi {pi.pid} (Pi {pi.pi_version} in {pi.cwd}, {pi.open_forms} open form(s))"
         for pi in host.pis
     )
-    if host.forwarder is None:
-        # Pis up, but no submit consumer: a forwarder of another prefix, or a stream reset.
-        return Check("fail", what, f"no forwarder consumer, yet Pis are shown up: {pis}")
     if not host.forwarder:
         if host.pis:
             return Check(
                 "fail",
                 what,
                 f"its forwarder is not connected; {len(host.pis)} Pi(s) shown up cannot be "
-                f"answered until it returns ({host.waiting} submit(s) wait for it): {pis}",
+                f"answered until it returns (their submits are not sent meanwhile): {pis}",
             )
         return Check("warn", what, "its forwarder is not connected (no Pi of it is up)")
     if not host.pis:
@@ -346,7 +326,6 @@ def doctor_fleet(
                 {
                     "host": host.host,
                     "forwarder": host.forwarder,
-                    "waitingSubmits": host.waiting,
                     "pis": [
                         {
                             "pid": pi.pid,

@@ -21,13 +21,13 @@ import msgspec
 import nats.errors
 import nats.js.errors
 from nats.aio.msg import Msg
-from nats.js.api import DeliverPolicy
 
 from pi_ask_core import COMPLETED, STARTED, SUBMIT_RESULT, decode_event
 from pi_ask_sdk.fleet import FleetNames, FleetUnavailable, NatsOptions
 from pi_ask_sdk.fleet.connection import connect_nats, jetstream_off
 from pi_ask_sdk.fleet.follow import Follower
-from pi_ask_sdk.fleet.protocol import Header, PiState, TooLarge, decode_body
+from pi_ask_sdk.fleet.liveness import Liveness
+from pi_ask_sdk.fleet.protocol import ForwarderBeat, Header, PiState, TooLarge, decode_body
 
 from .text import clean, echo, json_line
 from .watch import Write, describe, shown
@@ -99,10 +99,7 @@ class FleetPrinter:
             replay = not self.live or (msg.headers or {}).get(Header.REPLAY) == "1"
             self._flow(host, pid, msg.subject, token, flow_kind, body, replay)
 
-    async def replied(self, msg: Msg) -> None:
-        self.results(msg)
-
-    def results(self, msg: Msg) -> None:
+    async def results(self, msg: Msg) -> None:
         parsed = self._names.parse(msg.subject)
         body = decode_body(msg)
         if parsed is not None and body is not None:
@@ -286,31 +283,20 @@ async def watch_fleet(
         printer.flows(msg)
 
     flows = Follower(js, names.flows_stream, f"{names.prefix}.>", on_flow)
-    alive: dict[str, asyncio.TimerHandle] = {}
-    loop = asyncio.get_running_loop()
-
-    def silent(host: str) -> None:
-        alive.pop(host, None)
-        printer.forwarder(host, False, forwarder_timeout)
+    # The forwarders' liveness, as the bridges count it (pi_ask_sdk.fleet.liveness).
+    alive = Liveness(lambda host, up: printer.forwarder(host, up, forwarder_timeout))
 
     def on_beat(msg: Msg) -> None:
-        host = msg.subject.rsplit(".", 1)[-1]
-        handle = alive.pop(host, None)
-        if handle is not None:
-            handle.cancel()
-        alive[host] = loop.call_later(forwarder_timeout, silent, host)
-        printer.forwarder(host, True, forwarder_timeout)
+        try:
+            beat = msgspec.json.decode(msg.data, type=ForwarderBeat)
+        except msgspec.DecodeError:
+            return
+        if msg.subject == names.forwarder(beat.host):
+            alive.heard(beat.host, forwarder_timeout)
 
     beats = Follower(js, names.forwarders_stream, names.all_forwarders, on_beat)
-    results = Follower(
-        js,
-        names.results_stream,
-        names.results_subjects[0],
-        printer.results,
-        policy=DeliverPolicy.NEW,
-    )
     try:
-        for stream in (names.flows_stream, names.results_stream):
+        for stream in (names.flows_stream,):
             try:
                 await js.stream_info(stream)
             except nats.js.errors.NotFoundError:
@@ -326,8 +312,7 @@ async def watch_fleet(
                 f"watching the fleet at {options.shown_url} (prefix {names.prefix}; Ctrl-C stops)"
             )
         try:
-            await results.start(timeout)
-            await nc.subscribe(names.all_replied, cb=printer.replied)
+            await nc.subscribe(names.all_results, cb=printer.results)
             await flows.start(timeout)
         except (asyncio.TimeoutError, nats.errors.Error, OSError) as exc:
             raise FleetUnavailable(
@@ -340,7 +325,7 @@ async def watch_fleet(
             log.info("pi_ask_sdk.fleet: watch: no forwarder heartbeats (%r)", exc)
         else:
             for host, pis in printer.hosts_up.items():
-                if pis and host not in alive:  # silent already when the watch started
+                if pis and not alive.alive(host):  # silent already when the watch started
                     printer.forwarder(host, False, forwarder_timeout)
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(broken.wait(), duration)
@@ -350,9 +335,8 @@ async def watch_fleet(
         # Bounded: removing an ephemeral consumer is a request the server may answer late (a
         # consumer it has not yet seen go is dropped by the server itself when idle).
         closing = True
-        for handle in alive.values():
-            handle.cancel()
-        for follower in (flows, results, beats):
+        alive.close()
+        for follower in (flows, beats):
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(follower.stop(), 2)
         with contextlib.suppress(nats.errors.Error, OSError, asyncio.TimeoutError):

@@ -21,14 +21,12 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from typing_extensions import Self
 
-from pi_ask_core import SUBMIT, Skipped, SubmitEvent, decode_event
 from pi_ask_sdk._tasks import cancel_and_wait, within
-from pi_ask_sdk.errors import ConnectionLost
-from pi_ask_sdk.transports.relay import RelayRole, discover_relays, replace_lone_surrogates
+from pi_ask_sdk.transports.relay import RelayRole, discover_relays
 
-from ._book import SubmitBook, SubmitKey
 from ._link import PiLink, Prior
 from .connection import NatsOptions, close_nats, connect_nats, ensure_streams
+from .delivery import NOT_SENT
 from .errors import FleetUnavailable
 from .follow import Follower
 from .liveness import Beater, Liveness
@@ -38,10 +36,10 @@ from .protocol import (
     ForwarderBeat,
     Header,
     Heartbeat,
+    JsCode,
     PiState,
     check_host_id,
     decode_body,
-    forwarder_consumer_config,
 )
 
 log: Final = logging.getLogger("pi_ask_sdk.fleet")
@@ -64,11 +62,13 @@ class Forwarder:
     host its own. ``directory`` is the relay directory (default ``relay_dir()``), polled every
     ``poll`` seconds for Pis that start later.
 
-    Liveness: it heartbeats every ``heartbeat`` seconds on ``<p>._forwarder.<host>`` (kept in
-    the FORWARDERS stream) once ``run`` has bound the host's submit consumer (a second
-    forwarder of the same host waits there, silent, following no relay, until the first is
-    gone); bridges report the Pis of a host silent past ``FleetSettings.forwarder_timeout``
-    ended.
+    Liveness and the host's lease: it heartbeats every ``heartbeat`` seconds on
+    ``<p>._forwarder.<host>`` (kept in the FORWARDERS stream), each heartbeat stored only if
+    the last one is its own (``protocol``): the host's one forwarder. A second forwarder of
+    the same host waits, silent, following no relay, until the first has been silent for
+    ``FleetSettings.forwarder_timeout`` (bridges then report that host's Pis ended); one that
+    finds its lease taken (it was stopped that long) stops. Submits are the rules of
+    ``delivery``: each link answers its Pi's.
 
     Outages: each Pi's events wait for the server in a queue of at most ``max_queued``
     messages and ``max_queued_bytes`` bytes; on overflow that Pi's view is reset for the
@@ -79,8 +79,7 @@ class Forwarder:
     answering bridge heartbeats (for this host, or for every host); a bridge counts as gone
     ``presence_factor`` heartbeat intervals after its last heartbeat, at once when it says bye.
 
-    ``setup=False`` creates no stream (they and this host's durable consumer were made by an
-    administrator: docs/fleet.md, Security); ``ack_wait`` is the submit consumer's (seconds).
+    ``setup=False`` creates no stream (an administrator made them: docs/fleet.md, Security).
 
     Raises ``FleetUnavailable`` (from ``open``) when NATS or its JetStream is unreachable.
     """
@@ -98,7 +97,6 @@ class Forwarder:
         poll: float = 1.0,
         presence_factor: float = 3.0,
         idle_heartbeat: float = 1.0,
-        ack_wait: float = 10.0,
         setup: bool = True,
         heartbeat: float = 1.0,
         max_queued: int = 10_000,
@@ -112,14 +110,12 @@ class Forwarder:
         self._poll = poll
         self._presence_factor = presence_factor
         self._idle_heartbeat = idle_heartbeat
-        self._ack_wait = ack_wait
         self._setup = setup
         self._heartbeat = heartbeat
         self.max_queued = max_queued
         self.max_queued_bytes = max_queued_bytes
         self._beater = Beater(self._beat, heartbeat)
         self.forwarder_id = secrets.token_hex(6)
-        self.book = SubmitBook()
         self.closing = False
         self._nc: Client | None = None
         self._js: JetStreamContext | None = None
@@ -128,10 +124,9 @@ class Forwarder:
         self._priors: dict[int, Prior] = {}
         self._answerers = Liveness(self._answerer_changed)  # answering bridges, by id
         self._answer_changed = asyncio.Event()
-        self._submits: JetStreamContext.PushSubscription | None = None
+        self._lease: int | None = None  # the sequence of our last heartbeat: the host is ours
+        self._lost = asyncio.Event()  # another forwarder took the host (we were silent)
         self._taking = asyncio.Event()
-        self._replying: set[asyncio.Task[None]] = set()
-        self._backlog_done = asyncio.Event()  # SUBMITS delivered its last waiting submit
         self._relays_opened = asyncio.Event()  # the relays found first are open (or gave up)
 
     # --- properties ---
@@ -232,67 +227,49 @@ class Forwarder:
             await follower.stop()
         self._priors = priors
 
-    async def _bind_submits(self, stop: asyncio.Event) -> bool:
-        """Bind the host's durable submit consumer: the forwarder bound to it is the host's one
-        forwarder, another one waits here (as for a killed forwarder's binding, which lingers
-        until the server notices its connection is gone: retried, bounded). False when ``stop``
-        was set meanwhile. Its submits wait until ``_take_submits``."""
-        config = forwarder_consumer_config(self.names, self.host_id, ack_wait=self._ack_wait)
+    async def _take_host(self, stop: asyncio.Event) -> bool:
+        """Take the host's lease: our first heartbeat, stored only if the host has none (no
+        live forwarder). While another forwarder holds it, wait (its heartbeats expire
+        ``forwarder_timeout`` seconds after its last), at most 60 s, then ``FleetUnavailable``.
+        False when ``stop`` was set meanwhile."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + 60.0
         delay = 0.05
+        told = False
         while True:
-            try:
-                self._submits = await self.js.subscribe(
-                    self.names.host_submits(self.host_id),
-                    durable=self.names.forwarder_consumer(self.host_id),
-                    stream=self.names.submits_stream,
-                    config=config,
-                    manual_ack=True,
-                    cb=self._on_submit,
+            held = await self._publish_beat(expected=0)
+            if held:
+                return True
+            if not told:
+                told = True
+                log.warning(
+                    "pi_ask_sdk.fleet: another forwarder of host %r is running: waiting for it "
+                    "to stop (up to %g s after its last heartbeat)",
+                    self.host_id,
+                    self._settings.forwarder_timeout,
                 )
-                await self._beater.now()  # the host's forwarder from now on: bridges count on it
-                break
-            except nats.js.errors.Error as exc:
-                if loop.time() + delay > deadline:
-                    raise FleetUnavailable(
-                        self._options.shown_url, f"cannot take this host's submits ({exc})"
-                    ) from exc
-                log.info("pi_ask_sdk.fleet: waiting for the submit consumer: %s", exc)
-            # backoff: no event tells that the other binding is gone
+            if loop.time() + delay > deadline:
+                raise FleetUnavailable(
+                    self._options.shown_url,
+                    f"another forwarder of host {self.host_id!r} is still running",
+                )
+            # backoff: no event tells that the other forwarder's heartbeat expired
             with contextlib.suppress(asyncio.TimeoutError):
                 await within(stop.wait(), delay)
             if stop.is_set() or self.closing:
                 return False
             delay = min(delay * 2, 1.0)
-        return True
 
     async def _take_submits(self) -> None:
-        """Take the submits that waited in SUBMITS, then the direct ones."""
-        self._relays_opened.set()
-        # Direct submits (core NATS requests) are taken once the submits that waited in
-        # SUBMITS were (bounded): until then a bridge's request finds no responder and queues
-        # behind them, so that submits sent while the forwarder was away keep their order.
-        await self._wait_backlog(10.0)
+        """Answer the submits of this host's Pis (each link its own Pi's)."""
         await self.nc.subscribe(
-            self.names.host_direct(self.host_id),
+            self.names.host_submits(self.host_id),
             queue=self.names.forwarder_queue(self.host_id),
-            cb=self._on_direct,
+            cb=self._on_submit,
         )
+        await self.nc.flush()  # subscribed at the server before anyone is told we take them
         self._taking.set()
         log.info("pi_ask_sdk.fleet: taking the submits of host %s", self.host_id)
-
-    async def _wait_backlog(self, timeout: float) -> None:
-        subscription = self._submits
-        if subscription is None:
-            return
-        try:
-            info = await subscription.consumer_info()
-        except (nats.errors.Error, OSError, asyncio.TimeoutError):
-            return
-        if info.num_pending or info.num_ack_pending:
-            with contextlib.suppress(asyncio.TimeoutError):
-                await within(self._backlog_done.wait(), timeout)
 
     async def close(self) -> None:
         """Stop following the relays (their Pis stay up in the fleet: a forwarder restart finds
@@ -302,6 +279,9 @@ class Forwarder:
         self.closing = True
         self._answerers.close()
         await self._beater.stop()
+        if self._lease is not None and not self._lost.is_set():
+            await self._publish_beat(expected=self._lease, bye=True)  # the host is free now
+            self._lease = None
         await cancel_and_wait(list(self._tasks.values()), what="forwarder's links")
         nc, self._nc = self._nc, None
         if nc is not None:
@@ -323,17 +303,18 @@ class Forwarder:
         """Follow every relay of this host (and each that starts later) until ``stop`` is set
         or cancelled. Pis the fleet showed as up that have no relay any more are marked gone.
 
-        It first binds the host's submit consumer: while another forwarder of the same host
-        runs (bound to it), this one waits, following no relay (the bridges would see each
-        form twice), at most 60 s (then ``FleetUnavailable``), or until ``stop``.
+        It first takes the host's lease: while another forwarder of the same host runs, this
+        one waits, following no relay (the bridges would see each form twice), at most 60 s
+        (then ``FleetUnavailable``), or until ``stop``.
 
         Raises:
-            FleetUnavailable: The submit consumer stayed bound to another forwarder, or this
-                host's state cannot be read.
+            FleetUnavailable: Another forwarder kept the host, or took it (this one was
+                stopped past ``forwarder_timeout``), or this host's state cannot be read.
         """
         stop = asyncio.Event() if stop is None else stop
-        if not await self._bind_submits(stop):
+        if not await self._take_host(stop):
             return
+        await self._take_submits()
         # What the fleet says of this host, read once the forwarder before (if any) is gone.
         await self._read_priors()
         loop = asyncio.get_running_loop()
@@ -357,10 +338,14 @@ class Forwarder:
             if first:
                 first = False
                 await self._mark_missing_gone()
-                # Submits that waited in the stream (for a forwarder that was away) are taken
-                # once the relays found now are open, so that none is dropped for want of one.
                 await self._wait_opened(10.0)
-                await self._take_submits()
+                self._relays_opened.set()
+            if self._lost.is_set():
+                raise FleetUnavailable(
+                    self._options.shown_url,
+                    f"another forwarder took host {self.host_id!r} (this one was silent for "
+                    f"more than {self._settings.forwarder_timeout:g} s): stopped",
+                )
             with contextlib.suppress(asyncio.TimeoutError):
                 await within(stop.wait(), self._poll)
 
@@ -400,20 +385,68 @@ class Forwarder:
     # --- liveness ---
 
     async def _beat(self) -> None:
-        nc = self._nc
-        if nc is None or not nc.is_connected or self._submits is None:
-            # Silence while away from the server is the truth (bridges cannot reach us), and
-            # until we are bound to this host's submits (another forwarder may be: we follow
-            # nothing then).
+        if self._lease is None or self._lost.is_set():
+            # Silent until the host is ours (another forwarder may hold it: we follow nothing
+            # then), and after it was taken from us.
             return
+        await self._publish_beat(expected=self._lease)
+
+    async def _publish_beat(self, *, expected: int, bye: bool = False) -> bool:
+        """Publish our heartbeat if the last on the host's subject has sequence ``expected``
+        (0: none); True when it was stored (the host is ours). Silent while away from the
+        server: bridges cannot reach us then, and that silence is the truth."""
+        nc = self._nc
+        if nc is None or not nc.is_connected:
+            return False
         beat = ForwarderBeat(
             host=self.host_id,
             forwarder=self.forwarder_id,
             interval=self._heartbeat,
-            pids=self.pids,
+            pids=[] if bye else self.pids,
+            bye=bye,
         )
-        with contextlib.suppress(nats.errors.Error, OSError):
-            await nc.publish(self.names.forwarder(self.host_id), msgspec.json.encode(beat))
+        subject = self.names.forwarder(self.host_id)
+        headers = {Header.EXPECTED_LAST_SUBJECT_SEQUENCE: str(expected)}
+        try:
+            ack = await self.js.publish(
+                subject, msgspec.json.encode(beat), timeout=2.0, headers=headers
+            )
+        except nats.js.errors.APIError as exc:
+            if exc.err_code != JsCode.WRONG_LAST_SEQUENCE:
+                log.debug("pi_ask_sdk.fleet: a heartbeat failed: %r", exc)
+                return False
+            return await self._lease_check(expected)
+        except (nats.errors.Error, OSError, asyncio.TimeoutError) as exc:
+            log.debug("pi_ask_sdk.fleet: a heartbeat failed: %r", exc)
+            return False
+        self._lease = ack.seq
+        return True
+
+    async def _lease_check(self, expected: int) -> bool:
+        """Our heartbeat was refused: the last one on the host is not ``expected``. Ours all
+        the same (a retry after a lost acknowledgement)? Then the host is still ours."""
+        try:
+            last = await self.js.get_last_msg(
+                self.names.forwarders_stream, self.names.forwarder(self.host_id)
+            )
+            beat = msgspec.json.decode(last.data or b"", type=ForwarderBeat)
+        except (nats.errors.Error, OSError, asyncio.TimeoutError, msgspec.DecodeError):
+            return False  # (expired meanwhile, or unreadable: the next beat tries again)
+        holder = beat.forwarder
+        if holder == self.forwarder_id and not beat.bye:
+            self._lease = last.seq
+            return True
+        if beat.bye and not expected and last.seq is not None:
+            # Its forwarder stopped and gave the host up: ours, if nobody was quicker.
+            return await self._publish_beat(expected=last.seq)
+        if expected and not self._lost.is_set():
+            log.error(
+                "pi_ask_sdk.fleet: another forwarder (%s) took host %r: this one stops",
+                holder,
+                self.host_id,
+            )
+            self._lost.set()
+        return False
 
     # --- presence ---
 
@@ -462,147 +495,22 @@ class Forwarder:
 
     # --- submits ---
 
-    async def _on_direct(self, msg: Msg) -> None:
-        """A direct submit: a core NATS request, answered on its reply subject with the
-        submit-result (or a ``not_sent`` status). Never taken twice: a request that got no
-        answer in time comes again through SUBMITS marked re-sent (``_take``)."""
+    async def _on_submit(self, msg: Msg) -> None:
+        """A bridge's submit: a core NATS request, routed by pid to its Pi's link, which
+        answers it (``delivery``); ``not_sent`` for a Pi not followed."""
         parsed = self.names.parse(msg.subject)
         if not msg.reply or parsed is None or parsed[0] != self.host_id:
             return
-        headers = msg.headers or {}
-        why = await self._take(
-            parsed[1],
-            headers.get(Header.BRIDGE, ""),
-            headers.get(Header.SUBMIT, ""),
-            _decode_submit(decode_body(msg) or b""),
-            reply=msg.reply,
-        )
-        if why:
-            await self._reply([msg.reply], why.encode(), {Header.STATUS: "not_sent"})
-
-    async def _on_submit(self, msg: Msg) -> None:
-        """A submit from SUBMITS (a bridge's fallback: no forwarder took its direct request, or
-        it got no answer in time), acknowledged before the relay gets it."""
-        await self._relays_opened.wait()  # (bound before the relays are followed: ``run``)
-        try:
-            await self._take_stored(msg)
-        finally:
-            if not self._backlog_done.is_set():
-                with contextlib.suppress(nats.errors.Error, ValueError):
-                    if msg.metadata.num_pending == 0:
-                        self._backlog_done.set()
-
-    async def _take_stored(self, msg: Msg) -> None:
-        parsed = self.names.parse(msg.subject)
-        if parsed is None or parsed[0] != self.host_id:
-            await _term(msg)
-            return
-        headers = msg.headers or {}
-        event = _decode_submit(decode_body(msg) or b"")
-        if not isinstance(event, SubmitEvent):
-            log.warning("pi_ask_sdk.fleet: dropped a submit that is not one: %s", event.detail)
-            await _term(msg)
-            return
-        try:
-            # Acknowledged (and the server's receipt awaited) before the relay gets it: a
-            # forwarder killed in between loses the submit (its bridge times out), but a
-            # submit is never given to Pi twice.
-            await msg.ack_sync(timeout=2.0)
-        except (nats.errors.Error, OSError, asyncio.TimeoutError) as exc:
-            log.info("pi_ask_sdk.fleet: a submit's ack failed (it comes again): %r", exc)
-            return
-        await self._take(
-            parsed[1],
-            headers.get(Header.BRIDGE, ""),
-            headers.get(Header.SUBMIT, ""),
-            event,
-            resent=headers.get(Header.RESENT) == "1",
-        )
-
-    async def _take(
-        self,
-        pid: int,
-        transport_id: str,
-        submit_id: str,
-        event: SubmitEvent | Skipped,
-        *,
-        reply: str | None = None,
-        resent: bool = False,
-    ) -> str:
-        """Give a submit to Pi ``pid``'s relay once. Returns why it surely was not given (for
-        a direct request's ``not_sent`` reply), or ``""``."""
-        if not isinstance(event, SubmitEvent):
-            log.warning(
-                "pi_ask_sdk.fleet: dropped a submit for Pi %d that is not one: %s", pid, event
-            )
-            return f"not a submit: {event.detail}"
-        key: SubmitKey = (pid, transport_id, event.flow_id, event.request_id, submit_id)
-        link = self._links.get(pid)
-        if link is not None and not link.opened.is_set():
+        if not self._relays_opened.is_set():  # (the relays found first are being opened)
             with contextlib.suppress(asyncio.TimeoutError):
-                await within(link.opened.wait(), 10.0)
-        # Read after that wait: another copy of this submit (direct, or re-sent) may have been
-        # taken meanwhile.
-        seen = self.book.seen(key)
-        if isinstance(seen, bytes):
-            # Came again after it was answered: the same acknowledgement again.
-            headers = {Header.SUBMIT: submit_id} if submit_id else {}
-            if reply:
-                await self._reply([reply], seen, headers)
-            elif link is not None:
-                link._put(self.names.result(self.host_id, pid, transport_id), seen, headers)
-            return ""
-        if seen == "in_flight":
-            self.book.wait(key, reply)  # its result will go this way too
-            return ""
-        if link is None or not link.transport.is_connected:
-            log.info("pi_ask_sdk.fleet: a submit for Pi %d, which is not followed now", pid)
-            return f"Pi {pid} is not followed by its host's forwarder now"
-        if resent and event.flow_id not in link.open_flows:
-            # Its direct request may have answered this form before another forwarder took
-            # over: given to Pi again it would tell the bridge flow_not_found, which may be
-            # false. Its outcome is unknown; the bridge times out (SubmitTimedOut).
-            log.info(
-                "pi_ask_sdk.fleet: a re-sent submit for a form of Pi %d that is not open: dropped",
-                pid,
-            )
-            return ""
-        self.book.sent(key, submit_id, reply, unsure=resent)
-        try:
-            await link.transport.send(event)
-        except ConnectionLost as exc:
-            self.book.unsent(key)
-            log.info("pi_ask_sdk.fleet: a submit for Pi %d was not delivered: %s", pid, exc)
-            return f"not delivered to Pi {pid}: {exc}"
-        return ""
-
-    async def _reply(self, subjects: list[str], body: bytes, headers: dict[str, str]) -> None:
-        """Answer a direct request, in order on each of ``subjects`` (core NATS: if its bridge
-        is gone, nobody hears it)."""
-        nc = self._nc
-        if nc is None:
+                await within(self._relays_opened.wait(), 10.0)
+        link = self._links.get(parsed[1])
+        body = decode_body(msg)
+        if link is None or body is None:
+            why = f"Pi {parsed[1]} is not followed by its host's forwarder now"
+            if body is None:
+                why = "a submit that cannot be read"
+            with contextlib.suppress(nats.errors.Error, OSError):
+                await self.nc.publish(msg.reply, why.encode(), headers={Header.STATUS: NOT_SENT})
             return
-        with contextlib.suppress(nats.errors.Error, OSError):
-            for subject in subjects:
-                await nc.publish(subject, body, headers=headers or None)
-
-    def reply_soon(self, subjects: list[str], body: bytes, headers: dict[str, str]) -> None:
-        """Publish ``body`` to ``subjects`` in order (core NATS), from synchronous code (a
-        relay event's handler)."""
-        task = asyncio.get_running_loop().create_task(self._reply(subjects, body, headers))
-        self._replying.add(task)
-        task.add_done_callback(self._replying.discard)
-
-
-def _decode_submit(body: bytes) -> SubmitEvent | Skipped:
-    event = decode_event(SUBMIT, body)
-    if not isinstance(event, SubmitEvent) and b"\\u" in body:
-        # A lone surrogate escape (a bridge's text, written as JavaScript would): the one
-        # decode rule for such text, as for relay input, is U+FFFD; the host judges it.
-        event = decode_event(SUBMIT, replace_lone_surrogates(body))
-    return event
-
-
-async def _term(msg: Msg) -> None:
-    with contextlib.suppress(nats.errors.Error, OSError, asyncio.TimeoutError):
-        await msg.term()
+        await link.submit(msg.reply, body)

@@ -22,9 +22,12 @@ from pi_ask_core import (
     CompletedEvent,
     StartedEvent,
     SubmitAck,
+    SubmitEvent,
     SubmitRejection,
     decode_event,
 )
+from pi_ask_sdk._tasks import within
+from pi_ask_sdk.errors import ConnectionLost
 from pi_ask_sdk.transports.base import EndReason
 from pi_ask_sdk.transports.relay import (
     FLOW_ENDED,
@@ -34,8 +37,8 @@ from pi_ask_sdk.transports.relay import (
     decode_flow_ended,
 )
 
-from ._book import SubmitBook
 from .connection import max_payload
+from .delivery import NOT_SENT, Ledger, decode_submit, submit_key
 from .errors import FleetPayloadTooLarge
 from .protocol import FleetNames, FlowKind, Header, JsCode, PiState, TooLarge, encode_body
 
@@ -49,7 +52,6 @@ class _Owner(Protocol):
     host_id: str
     names: FleetNames
     forwarder_id: str
-    book: SubmitBook
     closing: bool
     max_queued: int
     max_queued_bytes: int
@@ -62,8 +64,6 @@ class _Owner(Protocol):
 
     @property
     def relay_role(self) -> RelayRole: ...
-
-    def reply_soon(self, subjects: list[str], body: bytes, headers: dict[str, str]) -> None: ...
 
 
 @dataclass(slots=True)
@@ -79,6 +79,7 @@ class _Publish:
     subject: str
     body: bytes
     headers: dict[str, str]
+    core: bool = False  # a reply (core NATS), in order with the events: not stored
 
 
 _RECOVER: Final = _Publish("", b"", {})
@@ -86,8 +87,9 @@ _RECOVER: Final = _Publish("", b"", {})
 
 
 class PiLink:
-    """Mirrors one relay to NATS: its events in order on the Pi's subjects, with the Pi's state
-    and epoch; submits go the other way through ``transport``.
+    """One Pi, both ways: its relay's events in order on the Pi's subjects, with the Pi's state
+    and epoch; bridges' submits the other way (``submit``), each given to Pi at most once and
+    answered with Pi's verdict (its own ``Ledger``: ``delivery``).
 
     Events wait in a queue while the server is unreachable, at most ``max_queued`` messages
     and ``max_queued_bytes`` bytes (the forwarder's). On overflow the queue is dropped, never
@@ -119,6 +121,8 @@ class PiLink:
         """Set at the first overflow."""
         self._seq = 0
         self._ended = asyncio.Event()
+        self.ledger = Ledger()
+        """The submits given to this Pi (``delivery``): each at most once."""
         self.opened = asyncio.Event()
         """Set once the relay was opened (or could not be) and the Pi's state is queued."""
 
@@ -254,24 +258,52 @@ class PiLink:
                 gone = self.open_flows.pop(verdict.flow_id, "")
                 if gone:  # the host has no such form: neither has the stream
                     self._flow(gone, "gone", b"{}")
-            route = fwd.book.answered(
-                self.pid, verdict.request_id, verdict.flow_id, body, not_found=not_found
-            )
-            if route is None:
-                # A submit that did not come through this forwarder, or a re-sent copy Pi
-                # refused as flow_not_found, which its first copy may have answered: its
-                # bridge times out ("may have been applied"), never told a false refusal.
-                return
-            headers = {Header.SUBMIT: route.submit_id} if route.submit_id else {}
-            if route.replies:  # the direct requests waiting for it, then the watchers
-                replied = fwd.names.replied(fwd.host_id, self.pid, route.transport_id)
-                fwd.reply_soon([*route.replies, replied], body, headers)
-            # A direct reply that is lost (its bridge reconnected, or gave up waiting) is not
-            # lost for good: the bridge sends the submit again through SUBMITS, marked, and
-            # gets the result the book kept, in RESULTS.
-            if route.store:
-                subject = fwd.names.result(fwd.host_id, self.pid, route.transport_id)
-                self._put(subject, body, headers)
+            replies = self.ledger.answered(verdict.flow_id, verdict.request_id, body)
+            # The requests waiting for it, then the watchers: queued with the events, so that a
+            # bridge hears the verdict before the form's completed, as from a relay.
+            for subject in [*replies, fwd.names.result(fwd.host_id, self.pid)] if replies else []:
+                self._queue.put_nowait(_Publish(subject, body, {}, core=True))
+
+    # --- submits (the other direction; the rules: delivery.py) ---
+
+    async def submit(self, reply: str, body: bytes) -> None:
+        """A bridge's submit for this Pi, to answer on ``reply``: given to Pi at most once
+        (``Ledger``), answered with Pi's verdict, the ledger's, or ``not_sent``."""
+        event = decode_submit(body)
+        if not isinstance(event, SubmitEvent):
+            log.warning("pi_ask_sdk.fleet: Pi %d: a submit that is not one: %s", self.pid, event)
+            await self._reply([reply], f"not a submit: {event.detail}".encode(), not_sent=True)
+            return
+        if not self.opened.is_set():
+            with contextlib.suppress(asyncio.TimeoutError):
+                await within(self.opened.wait(), 10.0)
+        key = submit_key(event, body)
+        seen = self.ledger.take(key, reply)
+        if isinstance(seen, bytes):  # a retry of an answered submit: the same verdict again
+            await self._reply([reply], seen)
+            return
+        if seen != "new":
+            return  # in flight: this request is answered with the first one's verdict
+        why = ""
+        if not self.transport.is_connected:
+            why = f"Pi {self.pid} is not followed by its host's forwarder now"
+        else:
+            try:
+                await self.transport.send(event)
+            except ConnectionLost as exc:
+                why = f"not delivered to Pi {self.pid}: {exc}"
+        if why:
+            log.info("pi_ask_sdk.fleet: a submit for Pi %d was not sent: %s", self.pid, why)
+            await self._reply(self.ledger.unsent(key), why.encode(), not_sent=True)
+
+    async def _reply(self, subjects: list[str], body: bytes, *, not_sent: bool = False) -> None:
+        """Answer requests, in order on each of ``subjects`` (core NATS: a bridge that is gone
+        hears nothing)."""
+        nc = self.forwarder.nc
+        headers = {Header.STATUS: NOT_SENT} if not_sent else None
+        with contextlib.suppress(nats.errors.Error, OSError):
+            for subject in subjects:
+                await nc.publish(subject, body, headers=headers)
 
     def _end(self, reason: EndReason) -> None:
         if self._ended.is_set():
@@ -283,7 +315,7 @@ class PiLink:
             # on the next connection bring it back. The submits given on the old connection
             # get no verdict on the next (the relay marks it another connection's), so their
             # routes go: a later submit with the same ids must not take their place.
-            self.forwarder.book.forget_pid(self.pid)
+            self.ledger.connection_lost()
             self.epoch = secrets.token_hex(6)
             self._publish_state("up")
             for subject in flows:
@@ -292,7 +324,7 @@ class PiLink:
         for subject in flows:
             self._flow(subject, "gone", b"{}")
         self._publish_state("gone", "the Pi exited or its relay closed")
-        self.forwarder.book.forget_pid(self.pid)
+        self.ledger.connection_lost()
         self._ended.set()
 
     # --- publishing ---
@@ -399,9 +431,6 @@ class PiLink:
             self._put(subject, b"{}", {Header.KIND: "gone"})
         for subject, (body, headers) in list(self._open_bodies.items()):
             self._put(subject, body, dict(headers))
-        results = sorted(s for s in dropped if ".result." in s)
-        if results:  # their bridges' pending submits end with the epoch (SubmitLost)
-            log.info("pi_ask_sdk.fleet: Pi %d: %d submit-result(s) dropped", self.pid, len(results))
 
     def _with_id(self, headers: dict[str, str]) -> dict[str, str]:
         # A re-send after a lost acknowledgement is stored once (the stream's duplicate window).
@@ -419,6 +448,10 @@ class PiLink:
                 return
             if item is _RECOVER:  # (queued after the message the server took last)
                 self._recover()
+                continue
+            if item.core:
+                with contextlib.suppress(nats.errors.Error, OSError):
+                    await fwd.nc.publish(item.subject, item.body)
                 continue
             self._queued_bytes = max(0, self._queued_bytes - len(item.body))
             delay = 0.05

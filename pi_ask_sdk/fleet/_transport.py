@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
-import json
 import logging
 import secrets
 from collections import OrderedDict
@@ -18,14 +16,13 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 from nats.js import JetStreamContext
-from nats.js.api import DeliverPolicy
 
 from pi_ask_core import COMPLETED, STARTED, SUBMIT_RESULT, SubmitEvent
-from pi_ask_sdk._tasks import within
 from pi_ask_sdk.errors import ConnectionLost, InvalidUse
 from pi_ask_sdk.transports.base import TransportListener
 
 from .connection import max_payload
+from .delivery import NOT_SENT, encode_submit
 from .errors import FleetPiNotFound, FleetUnavailable
 from .follow import Follower
 from .protocol import (
@@ -42,33 +39,8 @@ from .protocol import (
 log: Final = logging.getLogger("pi_ask_sdk.fleet")
 
 _Phase = Literal["new", "snapshot", "live", "ended", "closed"]
-_ENCODER: Final = msgspec.json.Encoder()
-_DIRECT_TIMEOUT: Final = 2.0
-"""How long a direct submit waits for its result before it goes through SUBMITS (marked)."""
-_DELIVERED_KEPT: Final = 1024
-"""Submit ids whose result was delivered, kept to drop the other copy (RESULTS keeps one)."""
-
-
-def encode_submit(payload: SubmitEvent) -> bytes:
-    """A submit's JSON; a lone surrogate is written as a ``\\udXXX`` escape (the host judges it),
-    as the relay transport does."""
-    try:
-        return _ENCODER.encode(payload)
-    except UnicodeEncodeError:
-        return json.dumps(
-            msgspec.to_builtins(payload), ensure_ascii=True, separators=(",", ":")
-        ).encode()
-
-
-def submit_msg_id(transport_id: str, flow_id: str, request_id: str, send: int = 0) -> str:
-    """The id of one submit (its ``Nats-Msg-Id`` and ``Pi-Ask-Submit``): the same for each
-    re-send of it, so JetStream stores it once within its ``duplicate_window`` and the
-    forwarder gives it to Pi once; another for each ``send`` (the transport's count of its
-    sends), as a submit sent again under the same request id (after its verdict) is a new
-    one for the host."""
-    parts = (transport_id, flow_id, request_id, str(send))
-    key = "\x00".join(parts).encode("utf-8", "surrogatepass")
-    return hashlib.sha256(key).hexdigest()[:40]
+_REPLIES_KEPT: Final = 4096
+"""Submits whose reply is still awaited after ``send`` returned (a late verdict is delivered)."""
 
 
 class FleetConnection(Protocol):
@@ -129,16 +101,13 @@ class NatsTransport:
     host's forwarder is silent past ``FleetSettings.forwarder_timeout`` (then ``open`` raises
     ``FleetPiNotFound`` too), or the fleet was closed.
 
-    ``send`` sends the submit to the Pi's host: while its forwarder heartbeats, as a core NATS
-    request the forwarder answers with the submit-result (``send`` returns once it is in);
-    else, or when no forwarder takes it, through the SUBMITS stream (de-duplicated by a
-    ``Nats-Msg-Id``: ``submit_msg_id`` of this transport, flow, request id and send), waiting
-    at most ``send_timeout`` seconds for the stream to store it, re-sending on a timeout. A
-    direct request without an answer in 2 s goes through the stream too, marked re-sent
-    (docs/fleet.md, Delivery semantics). Raises ``FleetPayloadTooLarge`` for a submit over
-    the server's ``max_payload`` and ``ConnectionLost`` when it surely did not reach Pi; when
-    it may have (no acknowledgement in time) it returns, and the submit's result wait decides
-    (``SubmitTimedOut`` at worst: never a false "not sent").
+    ``send`` sends the submit to the Pi's host as a core NATS request to its one forwarder,
+    which answers with the submit-result (``pi_ask_sdk.fleet.delivery`` draws every case): it
+    waits at most ``send_timeout`` seconds for a live forwarder and for the reply. Raises
+    ``FleetPayloadTooLarge`` for a submit over the server's ``max_payload`` and
+    ``ConnectionLost`` (``SubmitNotSent``) when it surely did not reach Pi; when it may have (no
+    reply in time) it returns, and the submit's result wait decides (``SubmitTimedOut`` at
+    worst, never a false "not sent"; a reply that comes later is still delivered).
 
     ``owns_fleet=True`` (what ``pi_transport`` makes) opens the fleet connection in ``open``
     and closes it in ``close``: a transport with a connection of its own, for
@@ -169,12 +138,11 @@ class NatsTransport:
         self._state: PiState | None = None
         self._snapshot: dict[str, bytes] = {}  # flow subject -> its open started (snapshot)
         self._flows: Follower | None = None
-        self._results: Follower | None = None
-        self._delivered: OrderedDict[str, None] = OrderedDict()  # submit ids with a result
-        self._inbox = ""  # where the direct submits' replies come, one subject each
+        self._inbox = ""  # where the submits' replies come, one subject each
         self._replies: Subscription | None = None
-        self._waiting: dict[str, asyncio.Future[Msg]] = {}
-        self._sends = 0  # (a submit's id, and its direct request's reply subject, count them)
+        # reply token -> its send's future (None once send returned: a late reply is delivered)
+        self._waiting: OrderedDict[str, asyncio.Future[Msg] | None] = OrderedDict()
+        self._sends = 0  # (each submit's reply subject counts them)
 
     # --- introspection ---
 
@@ -190,7 +158,7 @@ class NatsTransport:
 
     @property
     def transport_id(self) -> str:
-        """This transport's id: where its submit-results are published."""
+        """This transport's id (in its connection's log lines)."""
         return self._id
 
     @property
@@ -230,16 +198,6 @@ class NatsTransport:
         self._phase = "snapshot"
         fleet._attach(self)
         try:
-            # Results first: a submit sent right after open() must find its result's consumer.
-            self._results = Follower(
-                js,
-                names.results_stream,
-                names.result(self._host, self._pid, self._id),
-                self._on_result,
-                policy=DeliverPolicy.NEW,
-                idle_heartbeat=fleet.idle_heartbeat,
-            )
-            await self._results.start(self._open_timeout)
             self._inbox = fleet.nc.new_inbox()
             self._replies = await fleet.nc.subscribe(f"{self._inbox}.*", cb=self._on_reply)
             self._flows = Follower(
@@ -279,130 +237,89 @@ class NatsTransport:
             raise
 
     async def send(self, payload: SubmitEvent) -> None:
-        """Send the submit to the Pi's forwarder: directly (a core NATS request it answers
-        with the submit-result) while the forwarder is alive, else through SUBMITS (stored
-        once, whatever the re-sends, taken when a forwarder of the host is back).
+        """Send the submit to the Pi's host's one forwarder, and deliver its verdict
+        (``pi_ask_sdk.fleet.delivery``).
 
         Raises:
             ConnectionLost: Not following the Pi, the connection is closed, or the submit
-                surely did not reach Pi (not stored, or the forwarder says it was not sent).
+                surely did not reach Pi: no forwarder of the host within ``send_timeout``, or
+                the forwarder says it did not give it to Pi.
+            FleetPayloadTooLarge: The submit is over the server's ``max_payload``.
         """
         if self._phase != "live":
             raise ConnectionLost("disconnected", f"not following Pi {self._pid} on {self._host!r}")
         fleet = self._fleet
         nc = fleet.nc
         body, headers = encode_body(encode_submit(payload), "the submit", max_payload(nc))
-        self._sends += 1
-        submit_id = submit_msg_id(self._id, payload.flow_id, payload.request_id, self._sends)
-        headers[Header.BRIDGE] = self._id
-        headers[Header.SUBMIT] = submit_id
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._send_timeout
-        if nc.is_connected and fleet.forwarder_alive(self._host):
-            reply = await self._request(nc, body, headers, str(self._sends))
-            if reply == "ambiguous":
-                # It may have been taken: sent again through SUBMITS, marked, so that the
-                # forwarder gives it to Pi only if it has not, and while its form is open.
-                headers[Header.RESENT] = "1"
-            elif reply != "not_taken":
-                if (reply.headers or {}).get(Header.STATUS) is not None:
-                    raise ConnectionLost(
-                        "disconnected", reply.data.decode("utf-8", "replace") or "not sent"
-                    )
-                result = decode_body(reply)
-                if result is not None:
-                    self._deliver_result(submit_id, result)
-                return
-        headers[Header.MSG_ID] = submit_id
-        await self._send_stored(body, headers, deadline)
-
-    async def _request(
-        self, nc: Client, body: bytes, headers: dict[str, str], token: str
-    ) -> Msg | Literal["not_taken", "ambiguous"]:
-        """A direct submit: its reply, ``"not_taken"`` when surely no forwarder took it (no
-        responder, or refused before it left), ``"ambiguous"`` when no reply came in time.
-        (Not ``nc.request``: its ``wait_for`` may swallow a cancellation that meets the reply,
-        which left a cancelled bridge running.)"""
-        reply: asyncio.Future[Msg] = asyncio.get_running_loop().create_future()
+        if not await fleet.wait_forwarder(self._host, self._send_timeout):
+            raise ConnectionLost(
+                "disconnected",
+                f"no forwarder of host {self._host!r} within {self._send_timeout:g} s: not sent",
+            )
+        self._sends += 1
+        token = str(self._sends)
+        reply: asyncio.Future[Msg] = loop.create_future()
         self._waiting[token] = reply
+        while len(self._waiting) > _REPLIES_KEPT:
+            self._waiting.popitem(last=False)
         try:
             try:
                 await nc.publish(
-                    self._fleet.names.direct(self._host, self._pid),
+                    fleet.names.submit(self._host, self._pid),
                     body,
                     reply=f"{self._inbox}.{token}",
-                    headers=headers,
+                    headers=headers or None,
                 )
             except (nats.errors.ConnectionClosedError, nats.errors.ConnectionDrainingError):
                 raise ConnectionLost("disconnected", "the NATS connection is closed") from None
-            except (nats.errors.Error, OSError):
-                return "not_taken"  # refused before it left (a full reconnect buffer)
-            await asyncio.wait((reply,), timeout=min(_DIRECT_TIMEOUT, self._send_timeout))
+            except (nats.errors.Error, OSError) as exc:
+                # Refused before it left (a full reconnect buffer): nothing sent.
+                raise ConnectionLost("disconnected", f"not sent: {exc!r}") from None
+            # (asyncio.wait, not wait_for: a cancellation that meets the reply is not lost)
+            await asyncio.wait((reply,), timeout=max(0.0, deadline - loop.time()))
         finally:
-            del self._waiting[token]
+            if token in self._waiting:
+                self._waiting[token] = None  # a late reply is still delivered
         if not reply.done():
             reply.cancel()
-            return "ambiguous"
-        msg = reply.result()
-        if (msg.headers or {}).get(JsCode.STATUS) == JsCode.NO_RESPONDERS:
-            return "not_taken"  # (the server's answer: nobody subscribes to the subject)
-        return msg
-
-    async def _on_reply(self, msg: Msg) -> None:
-        reply = self._waiting.get(msg.subject.rpartition(".")[2])
-        if reply is not None and not reply.done():
-            reply.set_result(msg)
-
-    async def _send_stored(self, body: bytes, headers: dict[str, str], deadline: float) -> None:
-        """Publish to SUBMITS until stored (the same ``Nats-Msg-Id`` on every re-send)."""
-        fleet = self._fleet
-        subject = fleet.names.submit(self._host, self._pid)
-        loop = asyncio.get_running_loop()
-        last = "no attempt"
-        while True:
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                break
-            try:
-                await within(  # (a cancellation is never swallowed: pi_ask_sdk._tasks)
-                    fleet.js.publish(
-                        subject,
-                        body,
-                        timeout=min(remaining, 2.0),
-                        stream=fleet.names.submits_stream,
-                        headers=dict(headers),
-                    ),
-                    remaining + 1.0,
-                )
-                return
-            except (nats.errors.TimeoutError, asyncio.TimeoutError):
-                # It may have been stored: re-send with the same id (stored once), and if no
-                # answer ever comes, return: the result wait tells (SubmitTimedOut at worst).
-                last = "ambiguous"
-                continue
-            except nats.js.errors.NoStreamResponseError:
-                last = "no stream answered (is JetStream up?)"
-            except (nats.errors.ConnectionClosedError, nats.errors.ConnectionDrainingError):
-                raise ConnectionLost("disconnected", "the NATS connection is closed") from None
-            except nats.js.errors.APIError as exc:
-                raise ConnectionLost(
-                    "disconnected", f"the stream refused the submit: {exc}"
-                ) from None
-            except (nats.errors.Error, OSError) as exc:
-                last = repr(exc)
-            if not self.is_connected:  # ended meanwhile
-                break
-            await asyncio.sleep(min(0.05, max(0.0, deadline - loop.time())))  # backoff
-        if last == "ambiguous" or headers.get(Header.RESENT):
-            log.warning(
-                "pi_ask_sdk.fleet: no acknowledgement of a submit to Pi %d on %r within %g s; "
-                "it may still arrive",
-                self._pid,
+            log.info(
+                "pi_ask_sdk.fleet: no reply from the forwarder of %r to a submit for Pi %d within "
+                "%g s; it may still come",
                 self._host,
+                self._pid,
                 self._send_timeout,
             )
             return
-        raise ConnectionLost("disconnected", f"the submit was not stored: {last}")
+        self._waiting.pop(token, None)
+        not_sent = self._not_sent(reply.result())
+        if not_sent:
+            raise ConnectionLost("disconnected", not_sent)
+        self._deliver_result(reply.result())
+
+    @staticmethod
+    def _not_sent(msg: Msg) -> str:
+        """Why ``msg`` (a submit's reply) says the submit was not given to Pi, or ``""``."""
+        headers = msg.headers or {}
+        if headers.get(JsCode.STATUS) == JsCode.NO_RESPONDERS:
+            return "no forwarder took it (it has just gone): not sent"
+        if headers.get(Header.STATUS) == NOT_SENT:
+            return msg.data.decode("utf-8", "replace") or "not sent"
+        return ""
+
+    async def _on_reply(self, msg: Msg) -> None:
+        token = msg.subject.rpartition(".")[2]
+        if token not in self._waiting:
+            return
+        reply = self._waiting[token]
+        if reply is not None:
+            if not reply.done():
+                reply.set_result(msg)
+            return
+        del self._waiting[token]  # a late reply: its send returned, its verdict still counts
+        if not self._not_sent(msg):
+            self._deliver_result(msg)
 
     async def close(self) -> None:
         """Stop following; the listener is not called again. Idempotent."""
@@ -416,9 +333,8 @@ class NatsTransport:
         self._phase = phase
         self._listener = None
         self._fleet._detach(self)
-        for follower in (self._flows, self._results):
-            if follower is not None:
-                await follower.stop()
+        if self._flows is not None:
+            await self._flows.stop()
         replies, self._replies = self._replies, None
         if replies is not None:
             with contextlib.suppress(nats.errors.Error, OSError):
@@ -520,21 +436,9 @@ class NatsTransport:
             info.limit,
         )
 
-    def _on_result(self, msg: Msg) -> None:
-        body = decode_body(msg)
-        if body is not None:
-            self._deliver_result((msg.headers or {}).get(Header.SUBMIT, ""), body)
-
-    def _deliver_result(self, submit_id: str, body: bytes) -> None:
-        """One submit-result per submit: its direct reply and its copy in RESULTS are one."""
+    def _deliver_result(self, msg: Msg) -> None:
         listener = self._listener
-        if listener is None or self._phase != "live":
+        body = decode_body(msg)
+        if listener is None or self._phase != "live" or body is None:
             return
-        if submit_id:
-            delivered = self._delivered
-            if submit_id in delivered:
-                return
-            delivered[submit_id] = None
-            if len(delivered) > _DELIVERED_KEPT:
-                delivered.popitem(last=False)
         listener.message(SUBMIT_RESULT, body)

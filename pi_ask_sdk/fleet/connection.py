@@ -20,7 +20,7 @@ from nats.js import JetStreamContext
 from pi_ask_sdk._tasks import within
 
 from .errors import FleetUnavailable
-from .protocol import FleetNames, FleetSettings, forwarder_consumer_config
+from .protocol import FleetNames, FleetSettings
 
 log: Final = logging.getLogger("pi_ask_sdk.fleet")
 
@@ -28,7 +28,6 @@ __all__ = [
     "NatsOptions",
     "close_nats",
     "connect_nats",
-    "ensure_forwarder_consumer",
     "ensure_streams",
     "jetstream_off",
     "max_payload",
@@ -43,9 +42,10 @@ class NatsOptions:
     ``url`` may list several servers separated by commas (a cluster: the client fails over
     between them). ``creds`` is a ``.creds`` file (``user_credentials``: a JWT and its nkey,
     decentralised auth); ``nkey`` the path of an nkey seed file (``nkeys_seed``: a user the
-    server's configuration names by its public nkey); ``tls_ca`` / ``tls_cert`` / ``tls_key`` build an ``ssl.SSLContext``
-    (a ``tls://`` URL alone uses the system's CAs); ``user``/``password`` and ``token`` are
-    nats-py's. ``name`` labels the connection in the server's monitoring.
+    server's configuration names by its public nkey); ``tls_ca`` / ``tls_cert`` / ``tls_key``
+    build an ``ssl.SSLContext`` (a ``tls://`` URL alone uses the system's CAs);
+    ``user``/``password`` and ``token`` are nats-py's. ``name`` labels the connection in the
+    server's monitoring.
     ``max_reconnect_attempts`` is nats-py's (-1: retry for ever once connected, what a
     forwarder wants); the first connection must succeed within
     ``connect_timeout`` seconds, and fails at once when every server refuses it.
@@ -218,27 +218,6 @@ def jetstream_off(exc: BaseException) -> str:
     """What to say when the server's JetStream does not answer (``exc``: how it did not):
     the server runs without ``-js``, the usual cause."""
     return f"JetStream does not answer ({type(exc).__name__}): start nats-server with -js"
-
-
-async def ensure_forwarder_consumer(
-    js: JetStreamContext, names: FleetNames, host: str, url: str, *, ack_wait: float = 10.0
-) -> None:
-    """Create ``host``'s submit consumer (``forwarder_consumer_config``) if it does not exist:
-    what an administrator runs, with ``ensure_streams``, before starting a forwarder whose NATS
-    user may not create consumers (``pi-ask forward --no-setup``; docs/fleet.md, Security).
-    Raises ``FleetUnavailable`` when JetStream refuses."""
-    durable = names.forwarder_consumer(host)
-    try:
-        try:
-            await js.consumer_info(names.submits_stream, durable)
-            return
-        except nats.js.errors.NotFoundError:
-            pass
-        await js.add_consumer(
-            names.submits_stream, forwarder_consumer_config(names, host, ack_wait=ack_wait)
-        )
-    except (nats.errors.Error, OSError, TimeoutError) as exc:
-        raise FleetUnavailable(url, f"cannot create the consumer {durable} ({exc!r})") from exc
 
 
 def max_payload(nc: Client) -> int:

@@ -4,27 +4,35 @@ JetStream error codes and nats-py status the fleet reads. Nothing outside this m
 subject shape or a JetStream code.
 
 Subjects (``<p>`` is the prefix, ``piask`` by default; ``<host>`` a host id; ``<pid>`` Pi's
-process id; ``<flow>`` a token made from the flow id; ``<tid>`` one bridge transport's id):
+process id; ``<flow>`` a token made from the flow id):
 
-==================================  ==========  =========================================
+==================================  ==========  ==============================================
 subject                             stream      what
-==================================  ==========  =========================================
+==================================  ==========  ==============================================
 ``<p>.<host>.<pid>.state``          FLOWS       the Pi process: up (with its epoch) or gone
-``<p>.<host>.<pid>.flow.<flow>``    FLOWS       one form: its started, completed or gone
-``<p>.<host>.<pid>.submit``         SUBMITS     a bridge's submit for that Pi
-``<p>.<host>.<pid>.direct``         (core)      a bridge's submit, as a request to a live forwarder
-``<p>.<host>.<pid>.replied.<tid>``  (core)      a direct submit's result again, for watchers
-``<p>.<host>.<pid>.result.<tid>``   RESULTS     the host's submit-result, for the bridge that sent
+``<p>.<host>.<pid>.flow.<flow>``    FLOWS       one form: its started, completed, gone (ended)
+``<p>.<host>.<pid>.submit``         (core)      a bridge's submit: a request its host's one
+                                                forwarder answers with the submit-result
+``<p>.<host>.<pid>.result``         (core)      each submit-result again, for watchers
 ``<p>._bridge.<bridge>``            (core)      a bridge's presence heartbeat (and its goodbye)
 ``<p>._probe``                      (core)      a forwarder asks every bridge to heartbeat now
-``<p>._take.<host>``                (push)      where SUBMITS delivers a host's submits
-``<p>._forwarder.<host>``           FORWARDERS  a host's forwarder's heartbeat (its presence)
-==================================  ==========  =========================================
+``<p>._forwarder.<host>``           FORWARDERS  a host's forwarder's heartbeat: its presence,
+                                                and its lease on the host
+==================================  ==========  ==============================================
+
+JetStream keeps only what must outlive a process: the forms and Pi states (FLOWS) and the
+forwarders' presence (FORWARDERS). A submit is never stored: the delivery rules are
+``pi_ask_sdk.fleet.delivery``'s.
 
 FORWARDERS keeps one message per host for ``FleetSettings.forwarder_timeout`` seconds
 (``max_age``): a host with no message there has no live forwarder; a bridge that hears none
 from a host for that long reports that host's Pis ended (``docs/fleet.md``, Forwarder
-presence).
+presence). It is also the host's lease (one forwarder per host): a forwarder publishes its
+first heartbeat only if the host has none (``Header.EXPECTED_LAST_SUBJECT_SEQUENCE`` ``0``),
+and each next one only if the last is its own (that sequence): a second forwarder of the host
+is refused (``JsCode.WRONG_LAST_SEQUENCE``) until the first has been silent for
+``forwarder_timeout`` seconds. The heartbeat is the lease, so "alive" and "holds the host" can
+never disagree, and it needs no stream or bucket of its own.
 
 FLOWS keeps one message per subject (``max_msgs_per_subject=1``): the last word on each form
 and each Pi. A bridge reads it with one ordered consumer, ``DeliverPolicy.LAST_PER_SUBJECT``
@@ -44,16 +52,9 @@ from dataclasses import dataclass
 from typing import Final, Literal, TypedDict
 
 import msgspec
+import nats.js.api
 from nats.aio.msg import Msg
-from nats.js.api import (
-    AckPolicy,
-    ConsumerConfig,
-    DeliverPolicy,
-    DiscardPolicy,
-    RetentionPolicy,
-    StorageType,
-    StreamConfig,
-)
+from nats.js.api import DiscardPolicy, RetentionPolicy, StorageType, StreamConfig
 
 from pi_ask_sdk.errors import InvalidArgument
 
@@ -83,7 +84,6 @@ __all__ = [
     "decode_body",
     "encode_body",
     "flow_token",
-    "forwarder_consumer_config",
 ]
 
 DEFAULT_PREFIX: Final = "piask"
@@ -99,15 +99,18 @@ class JsCode:
     """The JetStream API error codes (``APIError.err_code``) and nats-py status the fleet
     reads."""
 
+    WRONG_LAST_SEQUENCE: Final = 10071
+    """A publish whose expected last subject sequence is not the subject's: the host's lease
+    is another forwarder's."""
     MESSAGE_TOO_LARGE: Final = 10054
     """A message over the stream's (or server's) maximum size: never retried."""
     STREAM_NOT_FOUND: Final = 10059
     """No such stream (e.g. no forwarder ever connected with this prefix)."""
     NO_MESSAGE: Final = 10037
     """No message on that subject (``get_last_msg``: e.g. no heartbeat within its max age)."""
-    NO_RESPONDERS: Final = "503"
-    """The ``Status`` header of a request's reply when nobody subscribes to its subject."""
-    STATUS: Final = "Status"
+    NO_RESPONDERS: Final = nats.js.api.StatusCode.SERVICE_UNAVAILABLE.value
+    """The status of a request's reply when nobody subscribes to its subject."""
+    STATUS: Final = nats.js.api.Header.STATUS.value
     """The header nats-py puts a reply's status in."""
 
 
@@ -120,19 +123,13 @@ class Header:
     """``"1"`` on a ``started`` that was already open when the forwarder (re)connected."""
     ENCODING: Final = "Pi-Ask-Encoding"
     """``"zlib"`` when the body is zlib-compressed (bodies over ``COMPRESS_OVER`` bytes)."""
-    BRIDGE: Final = "Pi-Ask-Bridge"
-    """On a submit: the sending transport's id (where its submit-result goes)."""
-    MSG_ID: Final = "Nats-Msg-Id"
-    """JetStream's own de-duplication id (within the stream's ``duplicate_window``)."""
-    SUBMIT: Final = "Pi-Ask-Submit"
-    """On a submit and on its submit-result: the submit's id (``submit_msg_id``), the same
-    whichever way it went, so a bridge takes one result per submit."""
-    RESENT: Final = "Pi-Ask-Resent"
-    """``"1"`` on a submit sent to SUBMITS after its direct request got no answer in time: the
-    forwarder may have taken it already (docs/fleet.md, Delivery semantics)."""
     STATUS: Final = "Pi-Ask-Status"
-    """On a direct reply that is not a submit-result: ``"not_sent"`` (the forwarder surely did
-    not give the submit to Pi; the body says why)."""
+    """On a submit's reply that is not a submit-result: ``"not_sent"`` (the forwarder surely
+    did not give the submit to Pi; the body says why)."""
+    MSG_ID: Final = nats.js.api.Header.MSG_ID.value
+    """JetStream's own de-duplication id (a forwarder's re-published event is stored once)."""
+    EXPECTED_LAST_SUBJECT_SEQUENCE: Final = nats.js.api.Header.EXPECTED_LAST_SUBJECT_SEQUENCE.value
+    """The host's lease: a heartbeat is stored only if the subject's last is that sequence."""
 
 
 class NatsPermissions(TypedDict):
@@ -218,19 +215,9 @@ class FleetNames:
         return f"{self._stem}_FLOWS"
 
     @property
-    def submits_stream(self) -> str:
-        """The work queue of submits (each taken once, by its host's forwarder)."""
-        return f"{self._stem}_SUBMITS"
-
-    @property
     def forwarders_stream(self) -> str:
         """The forwarders' heartbeats, one per host, each kept ``forwarder_timeout`` seconds."""
         return f"{self._stem}_FORWARDERS"
-
-    @property
-    def results_stream(self) -> str:
-        """The stream of submit-results, one subject per sending transport."""
-        return f"{self._stem}_RESULTS"
 
     # --- subjects ---
 
@@ -243,27 +230,19 @@ class FleetNames:
         return f"{self.prefix}.{host}.{pid}.flow.{flow_token(flow_id)}"
 
     def submit(self, host: str, pid: int) -> str:
-        """The subject bridges publish a Pi's submits on."""
+        """Where a bridge sends a Pi's submits: core NATS requests its host's one forwarder
+        answers (``pi_ask_sdk.fleet.delivery``)."""
         return f"{self.prefix}.{host}.{pid}.submit"
 
-    def direct(self, host: str, pid: int) -> str:
-        """The subject of a Pi's direct submits: core NATS requests its host's live forwarder
-        answers with the submit-result (no stream holds it)."""
-        return f"{self.prefix}.{host}.{pid}.direct"
-
-    def replied(self, host: str, pid: int, transport_id: str) -> str:
-        """Where the forwarder publishes a direct submit's result again (core NATS, stored
-        nowhere), for watchers: ``pi-ask watch`` shows every submit-result."""
-        return f"{self.prefix}.{host}.{pid}.replied.{transport_id}"
+    def result(self, host: str, pid: int) -> str:
+        """Where the forwarder publishes each of a Pi's submit-results again (core NATS,
+        stored nowhere), for watchers: ``pi-ask watch`` shows every submit-result."""
+        return f"{self.prefix}.{host}.{pid}.result"
 
     @property
-    def all_replied(self) -> str:
-        """Every host's direct submit-results, as published for watchers."""
-        return f"{self.prefix}.*.*.replied.*"
-
-    def result(self, host: str, pid: int, transport_id: str) -> str:
-        """The subject of the submit-results for one sending transport."""
-        return f"{self.prefix}.{host}.{pid}.result.{transport_id}"
+    def all_results(self) -> str:
+        """Every host's submit-results, as published for watchers."""
+        return f"{self.prefix}.*.*.result"
 
     def bridge(self, bridge_id: str) -> str:
         """The subject of one bridge's presence heartbeats."""
@@ -299,32 +278,18 @@ class FleetNames:
         return f"{self.prefix}.*.*.state"
 
     def host_submits(self, host: str) -> str:
-        """The submits one host's forwarder takes."""
+        """The submits one host's forwarder answers."""
         return f"{self.prefix}.{host}.*.submit"
-
-    def host_direct(self, host: str) -> str:
-        """The direct submits one host's forwarder answers."""
-        return f"{self.prefix}.{host}.*.direct"
 
     @property
     def all_bridges(self) -> str:
         """Every bridge's heartbeats."""
         return f"{self.prefix}._bridge.*"
 
-    def forwarder_consumer(self, host: str) -> str:
-        """The durable consumer of SUBMITS that a host's forwarder reads."""
-        return f"forward-{host}"
-
     def forwarder_queue(self, host: str) -> str:
-        """The queue group of a host's forwarders on its direct submits: were two running,
-        each submit would still reach one."""
+        """The queue group of a host's forwarder on its submits: were two ever subscribed
+        (one losing the host's lease as the other takes it), each submit still reaches one."""
         return f"forward-{host}"
-
-    def forwarder_deliver(self, host: str) -> str:
-        """The subject the durable consumer ``forward-<host>`` pushes that host's submits to:
-        one per host (not an inbox), so that NATS permissions let only that host's forwarder
-        read it."""
-        return f"{self.prefix}._take.{host}"
 
     # --- stream subject sets ---
 
@@ -332,16 +297,6 @@ class FleetNames:
     def flows_subjects(self) -> list[str]:
         """The subjects the flows stream holds."""
         return [f"{self.prefix}.*.*.state", f"{self.prefix}.*.*.flow.*"]
-
-    @property
-    def submits_subjects(self) -> list[str]:
-        """The subjects the submits stream holds."""
-        return [f"{self.prefix}.*.*.submit"]
-
-    @property
-    def results_subjects(self) -> list[str]:
-        """The subjects the results stream holds."""
-        return [f"{self.prefix}.*.*.result.*"]
 
     @property
     def forwarders_subjects(self) -> list[str]:
@@ -352,48 +307,41 @@ class FleetNames:
 
     def forwarder_permissions(self, host: str) -> NatsPermissions:
         """What ``host``'s forwarder needs to publish and subscribe to, and nothing more: its
-        own Pis' state, flow and result subjects, the probe, reading FLOWS (its look back),
-        binding and acknowledging its own submit consumer (made beforehand by an administrator:
-        ``ensure_forwarder_consumer``; run it with ``--no-setup``), its own inbox
-        (``<p>_INBOX_<host>``; connect with ``NatsOptions(inbox_prefix=...)`` of the same).
-        Its direct submits, answered on each bridge's reply subject (``allow_responses``;
-        without it each direct submit waits 2 s, then goes through SUBMITS: slower, nothing
-        lost)."""
-        p, flows, submits = self.prefix, self.flows_stream, self.submits_stream
-        durable = self.forwarder_consumer(host)
+        own Pis' state, flow and result subjects, its own heartbeat (its lease), the probe,
+        reading FLOWS (its look back) and its heartbeat's last message (taking its lease back
+        after a lost acknowledgement), its own inbox (``<p>_INBOX_<host>``; connect with
+        ``NatsOptions(inbox_prefix=...)`` of the same), and its own Pis' submits, answered on
+        each bridge's reply subject (``allow_responses``)."""
+        p, flows, forwarders = self.prefix, self.flows_stream, self.forwarders_stream
         return {
             "publish": [
                 f"{p}.{host}.*.state",
                 f"{p}.{host}.*.flow.*",
-                f"{p}.{host}.*.result.*",
-                f"{p}.{host}.*.replied.*",
+                f"{p}.{host}.*.result",
                 self.forwarder(host),
                 self.probe,
                 *_reader_api(flows),
-                f"$JS.API.CONSUMER.INFO.{submits}.{durable}",
-                f"$JS.ACK.{submits}.{durable}.>",
+                f"$JS.API.STREAM.MSG.GET.{forwarders}",
             ],
             "subscribe": [
                 self.all_bridges,
-                self.forwarder_deliver(host),
-                self.host_direct(host),
+                self.host_submits(host),
                 self.inbox(host) + ".>",
             ],
             "allow_responses": True,
         }
 
     def bridge_permissions(self, bridge: str) -> NatsPermissions:
-        """What a bridge (``Fleet``, with ``setup=False``) needs: publish submits for every
-        host and its presence heartbeat, read FLOWS and RESULTS, its own inbox
-        (``inbox(bridge)``). No forwarder subject: it cannot fake a form, a Pi or a result.
-        ``bridge`` names the NATS user (it need not be ``Fleet``'s ``bridge_id``)."""
+        """What a bridge (``Fleet``, with ``setup=False``) needs: send submits to every host
+        and its presence heartbeat, read FLOWS and FORWARDERS, its own inbox
+        (``inbox(bridge)``: where its submits' replies come). No forwarder subject: it cannot
+        fake a form, a Pi, a forwarder or a submit-result. ``bridge`` names the NATS user (it
+        need not be ``Fleet``'s ``bridge_id``)."""
         return {
             "publish": [
                 f"{self.prefix}.*.*.submit",
-                f"{self.prefix}.*.*.direct",
                 self.all_bridges,
                 *_reader_api(self.flows_stream),
-                *_reader_api(self.results_stream),
                 *_reader_api(self.forwarders_stream),
             ],
             "subscribe": [self.probe, self.inbox(bridge) + ".>"],
@@ -420,30 +368,28 @@ class FleetNames:
 
 @dataclass(frozen=True, slots=True)
 class FleetSettings:
-    """Stream settings (seconds; file storage, one replica unless ``replicas`` says more).
+    """Stream settings (seconds; file storage).
 
     ``flows_max_age``: how long FLOWS keeps a Pi's state and a form's last word (a form open for
     longer drops out of late joiners' snapshots; live bridges still have it).
-    ``submits_max_age``: how long a submit waits for its host's forwarder.
-    ``results_max_age``: how long a submit-result waits for its bridge.
-    ``duplicate_window``: JetStream's de-duplication of a re-sent submit (same ``Nats-Msg-Id``).
+    ``duplicate_window``: JetStream's de-duplication of a forwarder's re-published event.
     ``forwarder_timeout``: how long a host's forwarder may be silent (it heartbeats every
-    second) before bridges report its Pis ended ("forwarder gone"); the FORWARDERS stream keeps
-    each heartbeat that long.
+    second) before bridges report its Pis ended ("forwarder gone") and another forwarder may
+    take the host; the FORWARDERS stream keeps each heartbeat that long.
+    ``replicas``: each stream's replicas (1 for one server; 3 on a 3-node cluster: a stream
+    survives the loss of one node). ``memory``: memory storage instead of files (tests).
     """
 
     __module__ = "pi_ask_sdk.fleet"  # documented where users import it from
 
     flows_max_age: float = 7 * 24 * 3600.0
-    submits_max_age: float = 600.0
-    results_max_age: float = 900.0
     duplicate_window: float = 120.0
     forwarder_timeout: float = 10.0
     replicas: int = 1
     memory: bool = False
 
     def streams(self, names: FleetNames) -> list[StreamConfig]:
-        """The configurations of the fleet's three streams under ``names``."""
+        """The configurations of the fleet's two streams under ``names``."""
         storage = StorageType.MEMORY if self.memory else StorageType.FILE
         return [
             StreamConfig(
@@ -453,15 +399,6 @@ class FleetSettings:
                 max_msgs_per_subject=1,
                 max_age=self.flows_max_age,
                 discard=DiscardPolicy.OLD,
-                storage=storage,
-                num_replicas=self.replicas,
-                duplicate_window=self.duplicate_window,
-            ),
-            StreamConfig(
-                name=names.submits_stream,
-                subjects=names.submits_subjects,
-                retention=RetentionPolicy.WORK_QUEUE,
-                max_age=self.submits_max_age,
                 storage=storage,
                 num_replicas=self.replicas,
                 duplicate_window=self.duplicate_window,
@@ -477,33 +414,7 @@ class FleetSettings:
                 num_replicas=self.replicas,
                 duplicate_window=min(self.duplicate_window, self.forwarder_timeout),
             ),
-            StreamConfig(
-                name=names.results_stream,
-                subjects=names.results_subjects,
-                retention=RetentionPolicy.LIMITS,
-                max_age=self.results_max_age,
-                storage=storage,
-                num_replicas=self.replicas,
-                duplicate_window=self.duplicate_window,
-            ),
         ]
-
-
-def forwarder_consumer_config(
-    names: FleetNames, host: str, *, ack_wait: float = 10.0
-) -> ConsumerConfig:
-    """The durable consumer of SUBMITS that ``host``'s forwarder binds (``forward-<host>``):
-    push to ``names.forwarder_deliver(host)``, explicit acknowledgement, every submit of that
-    host's Pis (``<p>.<host>.*.submit``)."""
-    return ConsumerConfig(
-        durable_name=names.forwarder_consumer(host),
-        deliver_subject=names.forwarder_deliver(host),
-        filter_subject=names.host_submits(host),
-        ack_policy=AckPolicy.EXPLICIT,
-        ack_wait=ack_wait,
-        deliver_policy=DeliverPolicy.ALL,
-        max_ack_pending=10000,
-    )
 
 
 def encode_body(body: bytes, what: str, limit: int) -> tuple[bytes, dict[str, str]]:
@@ -584,12 +495,14 @@ class Heartbeat(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
 
 class ForwarderBeat(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """A forwarder's heartbeat on ``<p>._forwarder.<host>``: alive, beating every ``interval``
-    seconds, following ``pids``."""
+    seconds, following ``pids``; ``bye``: it stopped, and gives the host's lease up (the next
+    forwarder may take it at once instead of waiting for this heartbeat to expire)."""
 
     host: str
     forwarder: str
     interval: float = 1.0
     pids: list[int] = []
+    bye: bool = False
 
 
 class TooLarge(msgspec.Struct, frozen=True, kw_only=True):

@@ -10,9 +10,7 @@ import logging
 import os
 from collections import Counter
 
-import nats.js.errors
 import pytest
-from nats.js.api import AckPolicy, ConsumerConfig
 
 from pi_ask_sdk import BridgeClient, FlowView, SubmitAccepted, SubmitRejected
 from pi_ask_sdk.fleet import Fleet, FleetPayloadTooLarge, FleetPi
@@ -170,27 +168,3 @@ def relay_json(started: object) -> str:
     import msgspec
 
     return msgspec.json.encode(started).decode()
-
-
-@pytest.mark.asyncio
-async def test_no_other_consumer_can_sit_on_a_hosts_submits(host: Host, fleet: Fleet) -> None:
-    """A consumer that would take a host's submits and never acknowledge them is refused by
-    the work-queue stream: only the forwarder's consumer reads them."""
-    relay = await host.start_pi()
-    forwarder = await host.start_forwarder()
-    await forwarder.wait_taking_submits(20)
-    names = fleet.names
-    with pytest.raises(nats.js.errors.BadRequestError):
-        await fleet.js.add_consumer(
-            names.submits_stream,
-            config=ConsumerConfig(
-                durable_name="thief",
-                filter_subject=names.host_submits("h1"),
-                ack_policy=AckPolicy.EXPLICIT,
-            ),
-        )
-    handle = relay.open_form(yes_no_params(), "x")
-    async with BridgeClient(fleet.transport("h1", relay.pid)) as client:
-        flow = await client.flows().next(timeout=10)
-        assert isinstance(await client.respond(flow, yes(flow), timeout=10), SubmitAccepted)
-    assert handle.state == "completed"

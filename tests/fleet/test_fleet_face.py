@@ -34,3 +34,21 @@ def test_the_fleet_errors_hang_from_the_one_tree() -> None:
     assert issubclass(errors.FleetPayloadTooLarge, BridgeError)
     assert issubclass(errors.FleetPayloadTooLarge, ValueError)
     assert errors.FleetPayloadTooLarge("a submit", 2, 1).code == "payload_too_large"
+
+
+def test_every_stream_gets_the_replicas_asked_for() -> None:
+    from pi_ask_sdk.fleet import FleetNames, FleetSettings
+
+    configs = FleetSettings(replicas=3).streams(FleetNames())
+    assert {c.name for c in configs} == {"PIASK_FLOWS", "PIASK_FORWARDERS"}
+    assert {c.num_replicas for c in configs} == {3}
+
+
+def test_a_url_is_shown_without_its_credentials() -> None:
+    from pi_ask_sdk.fleet import NatsOptions
+
+    options = NatsOptions(
+        "tls://alice:s3cret@a:4222, tls://token@b:4222,tls://c:4222", nkey="/keys/user.nk"
+    )
+    assert options.shown_url == "tls://***@a:4222,tls://***@b:4222,tls://c:4222"
+    assert options.nkey == "/keys/user.nk"

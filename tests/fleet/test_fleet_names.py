@@ -42,7 +42,7 @@ def test_per_pi_subjects_parse_back_and_stay_under_the_prefix() -> None:
     assert names.flows_stream == "TEAM_FLEET_FLOWS"
     assert names.parse(names.state("h-1", 42)) == ("h-1", 42, "state", "")
     assert names.parse(names.submit("h-1", 42)) == ("h-1", 42, "submit", "")
-    assert names.parse(names.result("h-1", 42, "t1")) == ("h-1", 42, "result", "t1")
+    assert names.parse(names.result("h-1", 42)) == ("h-1", 42, "result", "")
     assert names.parse(names.flow("h-1", 42, "tool:x"))[:3] == ("h-1", 42, "flow")  # type: ignore[index]
     assert names.parse("piask.h.1.state") is None  # another prefix
     assert names.parse(names.bridge("b")) is None  # not a Pi's subject

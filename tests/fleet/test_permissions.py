@@ -17,11 +17,10 @@ import pytest
 import pytest_asyncio
 from nats.aio.client import Client
 from nats.aio.msg import Msg
-from nats.js.api import ConsumerConfig
 
-from pi_ask_sdk import BridgeClient, SubmitAccepted
+from pi_ask_sdk import BridgeClient, SubmitAccepted, SubmitNotSent, SubmitTimedOut
 from pi_ask_sdk.fleet import Fleet, FleetNames, FleetPi, FleetSettings, NatsOptions
-from pi_ask_sdk.fleet.connection import connect_nats, ensure_forwarder_consumer, ensure_streams
+from pi_ask_sdk.fleet.connection import connect_nats, ensure_streams
 from pi_ask_sdk.fleet.protocol import NatsPermissions
 from pi_ask_sdk.serving import serve
 from pi_ask_sdk.testing import yes_no_params
@@ -88,12 +87,9 @@ def server(tmp_path: Path) -> Iterator[NatsServer]:
 
 
 async def _admin(server: NatsServer) -> Client:
-    """The administrator's connection, after it made the streams and both submit consumers."""
+    """The administrator's connection, after it made the streams."""
     nc = await connect_nats(NatsOptions(server.url, user="admin", password=PASSWORDS["admin"]))
-    js = nc.jetstream()
-    await ensure_streams(js, NAMES, FleetSettings(), server.url)
-    for host in ("host-a", "host-b"):
-        await ensure_forwarder_consumer(js, NAMES, host, server.url)
+    await ensure_streams(nc.jetstream(), NAMES, FleetSettings(), server.url)
     return nc
 
 
@@ -163,9 +159,10 @@ async def _host(tmp_path: Path, server: NatsServer, host_id: str, user: str) -> 
 
 
 async def _stored(admin: Client, subject: str) -> bool:
-    """Whether FLOWS or RESULTS holds the attacker's message on ``subject`` (the admin looks)."""
+    """Whether FLOWS or FORWARDERS holds the attacker's message on ``subject`` (the admin
+    looks)."""
     js = admin.jetstream()
-    for stream in (NAMES.flows_stream, NAMES.results_stream):
+    for stream in (NAMES.flows_stream, NAMES.forwarders_stream):
         with contextlib.suppress(nats.js.errors.NotFoundError):
             if (await js.get_last_msg(stream, subject)).data == FAKE:
                 return True
@@ -192,74 +189,42 @@ async def test_a_host_cannot_fake_another_hosts_forms_nor_take_its_submits(
             handle = pi_b.open_form(yes_no_params(), "b-form")
             async with BridgeClient(fleet.transport("host-b", pi_b.pid)) as client:
                 flow = await client.flows().next(timeout=10)
-                # host B's forwarder is away: the bridge's submit waits in the stream
+                # host B's forwarder is away: the bridge's submit is not sent (nothing stored)
                 await host_b.stop_forwarder()
-                ticket = await client.submit(flow, yes(flow))
+                outcome = await client.respond(flow, yes(flow), request_id="r-b", timeout=10)
+                assert isinstance(outcome, SubmitNotSent), outcome
 
                 assert violations(server) == []  # the prescribed permissions suffice
                 nc = await attacker.connect(server, "forward-a", "host-a")
-                js = nc.jetstream()
                 pid = pi_b.pid
                 # host A cannot publish host B's Pi, forms or results ...
                 for subject in (
                     NAMES.state("host-b", pid),
                     NAMES.flow("host-b", pid, "tool:fake"),
-                    NAMES.result("host-b", pid, "anybridge"),
+                    NAMES.result("host-b", pid),
+                    NAMES.forwarder("host-b"),  # ... nor take host B's lease
                     NAMES.submit("host-b", pid),  # ... nor submit (answer) for it
                     NAMES.bridge("fake-answerer"),  # ... nor pose as an answering bridge
                 ):
                     await attacker.publish_refused(subject)
                     assert not await _stored(admin, subject), subject
-                # ... nor take its submits: not by binding its consumer, not by a consumer
-                # of its own, not by reading its deliver subject, not by acknowledging them.
-                with pytest.raises((nats.errors.TimeoutError, nats.js.errors.Error)):
-                    await js.subscribe(
-                        NAMES.host_submits("host-b"),
-                        durable=NAMES.forwarder_consumer("host-b"),
-                        stream=NAMES.submits_stream,
-                        manual_ack=True,
-                        cb=_never,
-                    )
-                with pytest.raises((nats.errors.TimeoutError, nats.js.errors.Error)):
-                    await js.add_consumer(
-                        NAMES.submits_stream,
-                        ConsumerConfig(
-                            filter_subject=NAMES.host_submits("host-b"),
-                            deliver_subject=NAMES.inbox("host-a") + ".steal",
-                        ),
-                        timeout=1.0,
-                    )
-                with pytest.raises(nats.errors.TimeoutError):
-                    await nc.request(
-                        f"$JS.API.CONSUMER.MSG.NEXT.{NAMES.submits_stream}.forward-host-b",
-                        b"1",
-                        timeout=1.0,
-                    )
+                # ... nor take its submits, nor read its replies
                 stolen: list[bytes] = []
 
                 async def steal(msg: Msg) -> None:
                     stolen.append(msg.data)
 
-                await nc.subscribe(NAMES.forwarder_deliver("host-b"), cb=steal)
+                await nc.subscribe(NAMES.host_submits("host-b"), cb=steal)
                 await nc.subscribe(NAMES.inbox("host-b") + ".>", cb=steal)
-                await nc.subscribe(NAMES.host_direct("host-b"), cb=steal)
-                await nc.publish(f"$JS.ACK.{NAMES.submits_stream}.forward-host-b.1.1.1.1.0", b"")
                 await attacker.wait_refused(
-                    f'subscription to "{NAMES.forwarder_deliver("host-b").lower()}"'
+                    f'subscription to "{NAMES.host_submits("host-b").lower()}"'
                 )
                 await attacker.wait_refused(f'subscription to "{NAMES.inbox("host-b").lower()}')
-                await attacker.wait_refused(
-                    f'subscription to "{NAMES.host_direct("host-b").lower()}"'
-                )
-                await attacker.wait_refused(f'publish to "$js.ack.{NAMES.submits_stream.lower()}')
-                info = await admin.jetstream().consumer_info(
-                    NAMES.submits_stream, NAMES.forwarder_consumer("host-b")
-                )
-                assert info.num_pending + info.num_ack_pending == 1, info  # still there
 
-                # host B's forwarder comes back, takes the submit, and the form is answered
-                await host_b.start_forwarder(setup=False)
-                outcome = await client.await_result(ticket, timeout=20)
+                # host B's forwarder comes back; the retry is answered
+                back = await host_b.start_forwarder(setup=False)
+                await back.wait_taking_submits(20)
+                outcome = await client.respond(flow, yes(flow), request_id="r-b", timeout=20)
                 assert isinstance(outcome, SubmitAccepted), outcome
                 assert stolen == []
                 assert relay_answered(pi_b, flow.flow_id) == 1
@@ -314,18 +279,13 @@ async def test_the_bridge_permissions_serve_forms_and_cannot_fake_forwarders(
         for subject in (
             NAMES.state("host-a", pid),
             NAMES.flow("host-a", pid, "tool:fake"),
-            NAMES.result("host-a", pid, "anybridge"),
+            NAMES.result("host-a", pid),
+            NAMES.forwarder("host-a"),
         ):
             await attacker.publish_refused(subject)
             assert not await _stored(admin, subject), subject
-        with pytest.raises((nats.errors.TimeoutError, nats.js.errors.Error)):
-            await nc.jetstream().subscribe(
-                NAMES.host_submits("host-a"),
-                durable=NAMES.forwarder_consumer("host-a"),
-                stream=NAMES.submits_stream,
-                manual_ack=True,
-                cb=_never,
-            )
+        await nc.subscribe(NAMES.host_submits("host-a"), cb=_never)
+        await attacker.wait_refused(f'subscription to "{NAMES.host_submits("host-a").lower()}"')
     finally:
         if attacker.nc is not None:
             await attacker.nc.close()
@@ -333,13 +293,13 @@ async def test_the_bridge_permissions_serve_forms_and_cannot_fake_forwarders(
 
 
 @pytest.mark.asyncio
-async def test_a_forwarder_that_may_not_answer_requests_still_answers_through_submits(
+async def test_a_forwarder_that_may_not_answer_requests_never_tells_a_false_outcome(
     tmp_path: Path,
 ) -> None:
     """A forwarder user without ``allow_responses``: the server refuses its reply to the
-    bridge's direct submit; the bridge hears nothing for 2 s and sends the submit again
-    through SUBMITS (marked re-sent); the forwarder's book answers it with the result it kept,
-    in RESULTS. The bridge is told it was accepted; Pi got it once."""
+    bridge's submit. The bridge is told nothing false: it times out ("may have been applied",
+    SubmitTimedOut), and Pi got the submit once (the forwarder needs ``allow_responses``:
+    ``forwarder_permissions`` grants it)."""
     with nats_server(tmp_path / "nats", config=NO_RESPONSES) as server:
         admin = await _admin(server)
         host_a = await _host(tmp_path, server, "host-a", "forward-a")
@@ -351,21 +311,16 @@ async def test_a_forwarder_that_may_not_answer_requests_still_answers_through_su
             async with Fleet(bridge, setup=False, heartbeat=0.2) as fleet:
                 await fleet.wait_pi("host-a", relay.pid)
                 handle = relay.open_form(yes_no_params(), "refused-reply")
-                async with BridgeClient(fleet.transport("host-a", relay.pid)) as client:
+                transport = fleet.transport("host-a", relay.pid, send_timeout=1.0)
+                async with BridgeClient(transport) as client:
                     flow = await client.flows().next(timeout=10)
-                    loop = asyncio.get_running_loop()
-                    began = loop.time()
-                    outcome = await client.respond(flow, yes(flow), timeout=20)
-                    took = loop.time() - began
-            assert isinstance(outcome, SubmitAccepted), outcome
-            assert took >= 2.0  # (the direct request's wait, then the re-send)
+                    outcome = await client.respond(flow, yes(flow), timeout=2)
+            assert isinstance(outcome, SubmitTimedOut), outcome
             assert relay_answered(relay, flow.flow_id) == 1
             assert not handle.is_open
             refused = f'Publish Violation - Subject "{NAMES.inbox("bridge")}.'
             assert [line for line in violations(server) if refused not in line] == []
             assert any(refused in line for line in violations(server))  # its reply, refused
-            info = await admin.jetstream().stream_info(NAMES.submits_stream)
-            assert info.state.last_seq == 1  # the re-sent copy, the one stored
         finally:
             await host_a.close()
             await admin.close()
