@@ -20,6 +20,8 @@ the forwarder (``Forwarder``, one link per Pi), and ``errors``. Tools (``pi-ask 
 
 from __future__ import annotations
 
+from pi_ask_sdk._faces import publish
+
 from ._bridge import Fleet, FleetPi, pi_transport
 from ._forwarder import Forwarder
 from ._transport import NatsTransport
@@ -41,3 +43,5 @@ __all__ = [
     "NatsTransport",
     "pi_transport",
 ]
+
+publish(__name__, __all__, globals())

@@ -51,8 +51,6 @@ __all__ = ["Fleet", "FleetPi", "pi_transport"]
 class FleetPi:
     """A Pi process of the fleet, as its host's forwarder reported it."""
 
-    __module__ = "pi_ask_sdk.fleet"  # documented where users import it from
-
     host: str
     pid: int
     cwd: str = ""
@@ -88,8 +86,6 @@ class Fleet:
     again (``forwarder_alive(host)``), whatever their old handlers are still doing.
     Raises ``FleetUnavailable`` (from ``open``) when the server or its JetStream is unreachable.
     """
-
-    __module__ = "pi_ask_sdk.fleet"  # documented where users import it from
 
     def __init__(
         self,

@@ -84,8 +84,6 @@ class Forwarder:
     Raises ``FleetUnavailable`` (from ``open``) when NATS or its JetStream is unreachable.
     """
 
-    __module__ = "pi_ask_sdk.fleet"  # documented where users import it from
-
     def __init__(
         self,
         options: NatsOptions | str = "nats://127.0.0.1:4222",

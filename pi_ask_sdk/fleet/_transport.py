@@ -114,8 +114,6 @@ class NatsTransport:
     ``SyncBridgeClient``, whose loop is private.
     """
 
-    __module__ = "pi_ask_sdk.fleet"  # documented where users import it from
-
     def __init__(
         self,
         fleet: FleetConnection,

@@ -53,8 +53,6 @@ class NatsOptions:
     its consumers' deliver subjects): give each NATS user its own and allow it only that, so
     that no user reads another's replies (docs/fleet.md, Security)."""
 
-    __module__ = "pi_ask_sdk.fleet"  # documented where users import it from
-
     url: str = "nats://127.0.0.1:4222"
     creds: str | None = None
     nkey: str | None = None

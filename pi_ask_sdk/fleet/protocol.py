@@ -380,8 +380,6 @@ class FleetSettings:
     survives the loss of one node). ``memory``: memory storage instead of files (tests).
     """
 
-    __module__ = "pi_ask_sdk.fleet"  # documented where users import it from
-
     flows_max_age: float = 7 * 24 * 3600.0
     duplicate_window: float = 120.0
     forwarder_timeout: float = 10.0

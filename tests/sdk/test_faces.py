@@ -18,7 +18,7 @@ import pi_ask_core
 import pi_ask_sdk
 from pi_ask_sdk._faces import lazy, publish
 
-NOT_YET = ("pi_ask_sdk.transports.nats", "pi_ask_sdk.fleet")
+NOT_YET: tuple[str, ...] = ()
 """Faces that still set ``__module__`` by hand in their classes (being rewritten elsewhere); this
 tuple only shrinks."""
 
