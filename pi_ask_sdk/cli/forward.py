@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .usage import EXIT_OK, EXIT_RUNTIME, usage_error
+from .usage import EXIT_INTERRUPTED, EXIT_OK, EXIT_RUNTIME, usage_error
 
 if TYPE_CHECKING:
     from pi_ask_sdk.fleet import NatsOptions
@@ -90,10 +90,16 @@ def forward(args: argparse.Namespace) -> int:
 
     async def run() -> int:
         stop = asyncio.Event()
+        interrupted = asyncio.Event()
         loop = asyncio.get_running_loop()
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.add_signal_handler(signum, stop.set)
+
+        def on_interrupt() -> None:
+            interrupted.set()
+            stop.set()
+
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(signal.SIGTERM, stop.set)
+            loop.add_signal_handler(signal.SIGINT, on_interrupt)
         forwarder = Forwarder(
             options,
             host_id=args.host_id or None,
@@ -108,6 +114,7 @@ def forward(args: argparse.Namespace) -> int:
                 flush=True,
             )
             await forwarder.run(stop)
-        return EXIT_OK
+        # Ctrl-C: 130, as the help says (SIGTERM: a clean stop, 0).
+        return EXIT_INTERRUPTED if interrupted.is_set() else EXIT_OK
 
     return asyncio.run(run())

@@ -281,12 +281,22 @@ class Fleet:
     def _forwarder_changed(self, host: str, alive: bool) -> None:
         if alive or self._closed:
             return
-        log.warning(
-            "pi_ask_sdk.fleet: the forwarder of host %r is gone (silent for %g s): its Pis' "
-            "forms are ended for this bridge",
-            host,
-            self._settings.forwarder_timeout,
-        )
+        nc = self._nc
+        if nc is not None and not nc.is_connected:  # it is the server that is gone, not the host
+            log.warning(
+                "pi_ask_sdk.fleet: the NATS server at %s is unreachable (for %g s): the forms of "
+                "host %r are ended for this bridge until it is back",
+                self.url,
+                self._settings.forwarder_timeout,
+                host,
+            )
+        else:
+            log.warning(
+                "pi_ask_sdk.fleet: the forwarder of host %r is gone (silent for %g s): its Pis' "
+                "forms are ended for this bridge",
+                host,
+                self._settings.forwarder_timeout,
+            )
         for transport in list(self._transports):
             if transport.host == host:
                 transport._forwarder_gone(self._settings.forwarder_timeout)

@@ -22,7 +22,7 @@ from nats.js import JetStreamContext
 from typing_extensions import Self
 
 from pi_ask_sdk._tasks import cancel_and_wait, within
-from pi_ask_sdk.transports.relay import RelayRole, discover_relays
+from pi_ask_sdk.transports.relay import RelayRole, discover_relays, relay_dir
 
 from ._link import PiLink, Prior
 from .connection import NatsOptions, close_nats, connect_nats, ensure_streams
@@ -177,7 +177,9 @@ class Forwarder:
         options = self._options
         if options.name is None:
             options = dataclasses.replace(options, name=f"pi-ask forward {self.host_id}")
-        self._nc = await connect_nats(options)
+        self._nc = await connect_nats(
+            options, disconnected_cb=self._server_lost, reconnected_cb=self._server_back
+        )
         self._js = self._nc.jetstream()
         try:
             if self._setup:
@@ -188,6 +190,18 @@ class Forwarder:
         except BaseException:
             await self.close()
             raise
+
+    async def _server_lost(self) -> None:
+        if not self.closing:  # (nats-py calls it on close too)
+            log.warning(
+                "pi_ask_sdk.fleet: the NATS server at %s is unreachable: events wait here, "
+                "bridges count this host's forwarder gone after %g s",
+                self._options.shown_url,
+                self._settings.forwarder_timeout,
+            )
+
+    async def _server_back(self) -> None:
+        log.warning("pi_ask_sdk.fleet: the NATS server at %s is back", self._options.shown_url)
 
     async def _read_priors(self) -> None:
         priors: dict[int, Prior] = {}
@@ -312,6 +326,11 @@ class Forwarder:
         stop = asyncio.Event() if stop is None else stop
         if not await self._take_host(stop):
             return
+        log.info(
+            "pi_ask_sdk.fleet: host %s: following the relays in %s",
+            self.host_id,
+            self._directory if self._directory is not None else relay_dir(),
+        )
         await self._take_submits()
         # What the fleet says of this host, read once the forwarder before (if any) is gone.
         await self._read_priors()
@@ -330,6 +349,7 @@ class Forwarder:
                 task = self._tasks.get(info.pid)
                 if task is None or task.done():
                     prior = self._priors.pop(info.pid, None) or Prior()
+                    log.info("pi_ask_sdk.fleet: following Pi %d (%s)", info.pid, info.path)
                     link = PiLink(self, info, prior)
                     self._links[info.pid] = link
                     self._tasks[info.pid] = loop.create_task(link.run())

@@ -353,3 +353,34 @@ def _cli(*argv: str) -> tuple[int, str]:
     with redirect_stdout(out), redirect_stderr(out):
         status = main(list(argv))
     return status, out.getvalue()
+
+
+@pytest.mark.asyncio
+async def test_pi_ask_forward_says_what_it_follows_and_exits_130_on_ctrl_c(host: Host) -> None:
+    """It names its relay directory and each Pi it picks up; Ctrl-C (SIGINT) stops it with
+    130, as the help says; SIGTERM with 0."""
+    import signal
+
+    from .kit import ForwarderProcess
+
+    relay = await host.start_pi()
+    forwarder = ForwarderProcess(host.url, "h1", host.directory)
+    forwarder.start()
+    try:
+        await forwarder.wait_log(f"host h1: following the relays in {host.directory}")
+        await forwarder.wait_log(f"following Pi {relay.pid}")
+        process = forwarder.process
+        assert process is not None
+        process.send_signal(signal.SIGINT)
+        assert await asyncio.to_thread(process.wait, 20) == 130
+    finally:
+        forwarder.kill()
+    forwarder.start()
+    try:
+        await forwarder.wait_log("taking the submits of host h1", timeout=60)
+        process = forwarder.process
+        assert process is not None
+        process.send_signal(signal.SIGTERM)
+        assert await asyncio.to_thread(process.wait, 20) == 0
+    finally:
+        forwarder.kill()
