@@ -19,6 +19,7 @@ from pi_ask_sdk import Answer, AnswerBuilder, BridgeClient, FlowView, SubmitAcce
 from pi_ask_sdk.fleet import Fleet
 from pi_ask_sdk.forms import F
 from pi_ask_sdk.outcomes import RespondOutcome
+from tests.interrupts import default_sigint
 from tests.relay.fake_relay import FakeRelay
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -180,7 +181,7 @@ class ForwarderProcess:
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         process = subprocess.Popen(
             self.args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE, env=env,
+            stderr=subprocess.PIPE, env=env, preexec_fn=default_sigint,
         )  # fmt: skip
         self.process = process
         self.log = log = []  # this process's: a killed one's last lines go to its own
@@ -209,6 +210,17 @@ class ForwarderProcess:
                 await self._logged.wait()
 
         await asyncio.wait_for(heard(), timeout)
+
+    def interrupt(self, timeout: float = 20.0) -> int:
+        """Ctrl-C (SIGINT: the child takes it as a terminal's foreground job does), then its
+        exit status."""
+        process, self.process = self.process, None
+        assert process is not None
+        process.send_signal(signal.SIGINT)
+        try:
+            return process.wait(timeout)
+        finally:
+            self._done(process)
 
     def kill(self) -> None:
         process, self.process = self.process, None

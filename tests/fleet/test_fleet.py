@@ -369,10 +369,7 @@ async def test_pi_ask_forward_says_what_it_follows_and_exits_130_on_ctrl_c(host:
     try:
         await forwarder.wait_log(f"host h1: following the relays in {host.directory}")
         await forwarder.wait_log(f"following Pi {relay.pid}")
-        process = forwarder.process
-        assert process is not None
-        process.send_signal(signal.SIGINT)
-        assert await asyncio.to_thread(process.wait, 20) == 130
+        assert await asyncio.to_thread(forwarder.interrupt) == 130
     finally:
         forwarder.kill()
     forwarder.start()
