@@ -33,14 +33,12 @@ DEFAULT_MAX_LINE_BYTES: Final = 64 * 1024 * 1024
 
 FLOW_ENDED: Final = "pi-ask-relay:flow-ended"
 """A relay-private event channel: a form the host disposed without a ``completed`` (its call
-ended at the grace period, or its tool call ended while it was open). Its data is a
-``FlowEnded``; a ``BridgeClient`` ignores it (an unknown channel), a forwarder ends the form
-in the fleet."""
+ended at the grace period). Its data is a ``FlowEnded``; a ``BridgeClient`` ignores it (an
+unknown channel), a forwarder ends the form in the fleet."""
 
 
 class FlowEnded(msgspec.Struct, frozen=True, kw_only=True, gc=False):
-    """The data of a ``FLOW_ENDED`` event: which form, and why (``grace``,
-    ``tool_call_ended``)."""
+    """The data of a ``FLOW_ENDED`` event: which form, and why (``grace``)."""
 
     flow_id: str = msgspec.field(name="flowId")
     reason: str = "unknown"

@@ -36,7 +36,8 @@ const CH_SUBMIT_RESULT = "pi-agent-ask:submit-result";
 const CH_EXTERNAL_UI = "pi-agent-ask:external-ui";
 const RELAYED_CHANNELS = [CH_STARTED, CH_COMPLETED, CH_SUBMIT_RESULT] as const;
 /** Relay-private: a form the host disposed without a completed (its call ended at the grace
- * period, or its tool call ended while it was open), so that clients stop showing it open. */
+ * period: the real extension disposes the flow when the provider's open rejects), so that
+ * clients stop showing it open. (An abort emits completed; a session end, session_end.) */
 const CH_FLOW_ENDED = "pi-ask-relay:flow-ended";
 /** The keys of a submit-result that are protocol; the host may add others (the real one adds its
  * internal form state as `state`), which never cross the socket. */
@@ -762,7 +763,7 @@ class Relay {
 	/** The tool call ended (answered, aborted or failed): its forms are no longer open. */
 	toolCallEnded(toolCallId: string): void {
 		for (const [flowId, form] of [...this.openForms]) {
-			if (form.toolCallId === toolCallId) this.endForm(flowId, "tool_call_ended");
+			if (form.toolCallId === toolCallId) this.forgetForm(flowId);
 		}
 	}
 
