@@ -38,7 +38,6 @@ log = logging.getLogger("pi_ask_sdk.fleet")
 
 _GONE_WHY = {
     "grace": "no answering bridge within the relay's grace period: its call ended as a tool error",
-    "tool_call_ended": "its tool call ended",
 }
 
 

@@ -241,7 +241,7 @@ class PiLink:
                 log.error("pi_ask_sdk.fleet: Pi %d: %s", self.pid, exc)
                 self._flow(subject, "gone", b"{}")
         elif channel == FLOW_ENDED:
-            # Pi disposed the form without a completed (the grace period, an ended tool call):
+            # Pi disposed the form without a completed (the relay's grace period ended its call):
             # its last word in the fleet says it ended, so that nobody lists it open.
             ended = decode_flow_ended(data)
             if ended is None:
