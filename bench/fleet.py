@@ -17,15 +17,15 @@ the real ``Forwarder`` following it. One run prints:
   asyncio client of bench/relay_floor.py, the same bytes on the same relay). Sides take turns
   over several rounds, never two at once, in alternating order. Target: p50 <= 1.5x the floor.
 * **50 hosts**: 50 simulated hosts in one process (each its relay and its own ``Forwarder``
-  with its own NATS connection), and ONE bridge (``Fleet.serve``, a handler answering each form
-  with an explicit value) in another. Forms are opened at a fixed offered rate, round robin
-  over the hosts (open loop: a slow fleet cannot slow the arrivals down), each timed from
-  ``FlowHost.start`` to its ``completed`` at the host. Sustained: every form answered, and the
-  answers kept up (the last came within 1 s of the last opening). Targets: 500 forms/s
-  sustained with p99 <= 50 ms. As context, the most forms/s with 100 open at any time
-  (closed loop).
+  with its own NATS connection), and ONE bridge (``serve(handler, fleet)``, a handler
+  answering each form with an explicit value) in another. Forms are opened at a fixed
+  offered rate, round robin over the hosts (open loop: a slow fleet cannot slow the arrivals
+  down), each timed from ``FlowHost.start`` to its ``completed`` at the host. Sustained:
+  every form answered, and the answers kept up (the last came within 1 s of the last
+  opening). Targets: 500 forms/s sustained with p99 <= 50 ms. As context, the most forms/s
+  with 100 open at any time (closed loop).
 * **forwarder memory**: one forwarder in a process of its own, one relay, one bridge;
-  ``WARM_FORMS`` forms (more than its bounded submit book holds), then RSS, gc-tracked
+  ``WARM_FORMS`` forms (more than its bounded ledger holds), then RSS, gc-tracked
   objects and the bytes tracemalloc traces (tracing since the process started) before and
   after ``MEMORY_FORMS`` more. Targets (flat): RSS grows <= ``RSS_TARGET_KIB`` KiB (2 MiB:
   allocator noise, not a leak; a leak of 200 bytes a form would be 2 MiB here), and the
@@ -72,9 +72,10 @@ TRACED_TARGET_B_PER_FORM = 16.0
 RT_FORMS = 10
 HOSTS = 50
 WARM_FORMS = 10_000
-"""Untimed forms before the memory is measured: more than twice what the forwarder's
-SubmitBook holds (4,096), so what it keeps by design (its entries, and its dict's table once
-churning entries made it resize) is in the baseline and only growth beyond it shows."""
+"""Untimed forms before the memory is measured: more than twice what a forwarder's link's
+ledger holds (4,096 answered submits), so what it keeps by design (its entries, and its
+dict's table once churning entries made it resize) is in the baseline and only growth beyond
+it shows."""
 MEMORY_FORMS = 10_000
 
 
