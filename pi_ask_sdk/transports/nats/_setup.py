@@ -52,9 +52,10 @@ class NatsOptions:
     """How to reach the NATS server: passed through to ``nats.connect``.
 
     ``url`` may list several servers separated by commas. ``creds`` is a ``.creds`` file
-    (``user_credentials``); ``tls_ca`` / ``tls_cert`` / ``tls_key`` build an ``ssl.SSLContext``
-    (a ``tls://`` URL alone uses the system's CAs); ``user``/``password`` and ``token`` are
-    nats-py's. ``name`` labels the connection in the server's monitoring.
+    (``user_credentials``); ``nkey`` an nkey seed file (``nkeys_seed``; both need nkeys,
+    ``pip install 'nats-py[nkeys]'``); ``tls_ca`` / ``tls_cert`` / ``tls_key`` build an
+    ``ssl.SSLContext`` (a ``tls://`` URL alone uses the system's CAs); ``user``/``password``
+    and ``token`` are nats-py's. ``name`` labels the connection in the server's monitoring.
     ``max_reconnect_attempts`` is nats-py's (-1: retry for ever once connected, what a
     forwarder wants); the first connection must succeed within
     ``connect_timeout`` seconds, and fails at once when every server refuses it.
@@ -66,6 +67,7 @@ class NatsOptions:
 
     url: str = "nats://127.0.0.1:4222"
     creds: str | None = None
+    nkey: str | None = None
     tls_ca: str | None = None
     tls_cert: str | None = None
     tls_key: str | None = None
@@ -163,6 +165,7 @@ async def _connect(
         servers=servers,
         name=options.name,
         user_credentials=options.creds,
+        nkeys_seed=options.nkey,
         tls=options.ssl_context(),
         user=options.user,
         password=options.password,
