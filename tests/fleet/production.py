@@ -56,47 +56,57 @@ class SettingsHost(Host):
 
 @dataclass(frozen=True)
 class Ledger:
-    """Every form of a fault test, counted: ``lost`` (still open, or ended by nobody: neither
-    a bridge's accepted submit nor the host's user), ``doubled`` (accepted more than once, or
-    a submit the host was given twice). ``detail`` names them."""
+    """Every form of a fault test, counted. ``answered``: ended by one bridge submit the host
+    was given; ``local``: ended by the host's user; ``lost``: still open, or ended by nobody
+    (no submit reached the host, its user did not answer it); ``doubled``: accepted more than
+    once, accepted though its user answered it, or one submit given to the host twice;
+    ``unconfirmed``: answered, but its bridge was not told "accepted" (``SubmitLost`` or
+    ``SubmitTimedOut``: "may have been applied"). ``detail`` names each form counted lost,
+    doubled or unconfirmed."""
 
     forms: int
     answered: int
     local: int
     lost: int
     doubled: int
+    unconfirmed: int
     detail: tuple[str, ...]
 
 
 def count_forms(
     relay: FakeRelay, handles: list[FlowHandle], accepted: Counter[str], local: set[str]
 ) -> Ledger:
-    """The ledger of ``handles`` (``accepted``: accepted submits per flow id; ``local``: the
-    flows the host's user ended)."""
+    """The ledger of ``handles`` (``accepted``: accepted submits per flow id, as the bridges
+    were told; ``local``: the flows the host's user ended)."""
     detail: list[str] = []
-    lost = doubled = answered = 0
+    lost = doubled = answered = unconfirmed = 0
+    given = submits_per_request(relay)
     for handle in handles:
-        name = handle.tool_call_id
+        name, flow = handle.tool_call_id, handle.flow_id
+        submits = sum(n for (f, _), n in given.items() if f == flow)
+        if accepted[flow] > 1:
+            doubled += 1
+            detail.append(f"{name}: accepted {accepted[flow]} times")
         if handle.state != "completed":
             lost += 1
             detail.append(f"{name}: {handle.state}")
-        elif handle.flow_id in local:
-            if accepted[handle.flow_id]:
+        elif flow in local:
+            if accepted[flow]:
                 doubled += 1
                 detail.append(f"{name}: answered by its user and accepted from a bridge")
-        elif accepted[handle.flow_id] == 0:
+        elif submits == 0:
             lost += 1
-            detail.append(f"{name}: completed, but no bridge's submit was accepted")
-        elif accepted[handle.flow_id] > 1:
-            doubled += 1
-            detail.append(f"{name}: accepted {accepted[handle.flow_id]} times")
+            detail.append(f"{name}: completed, but no bridge's submit reached the host")
         else:
             answered += 1
-    for key, times in submits_per_request(relay).items():
+            if accepted[flow] == 0:
+                unconfirmed += 1
+                detail.append(f"{name}: answered; its bridge was not told so")
+    for key, times in given.items():
         if times > 1:
             doubled += 1
             detail.append(f"submit {key} given to the host {times} times")
-    return Ledger(len(handles), answered, len(local), lost, doubled, tuple(detail))
+    return Ledger(len(handles), answered, len(local), lost, doubled, unconfirmed, tuple(detail))
 
 
 async def node_of(cluster: NatsCluster, connection: str, timeout: float = 10.0) -> int:

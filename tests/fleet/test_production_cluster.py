@@ -13,11 +13,19 @@ import pytest
 import pytest_asyncio
 from nats.aio.client import Client
 
+from pi_ask_sdk import BridgeClient, SubmitAccepted
 from pi_ask_sdk.testing import yes_no_params
 from pi_ask_sdk.testing.nats_server import NatsCluster, nats_cluster
-from pi_ask_sdk.transports.nats import Fleet, FleetNames, FleetSettings, NatsOptions, connect_nats
+from pi_ask_sdk.transports.nats import (
+    Fleet,
+    FleetNames,
+    FleetPi,
+    FleetSettings,
+    NatsOptions,
+    connect_nats,
+)
 
-from .kit import Answerer, all_done, local_no, submits_per_request
+from .kit import Answerer, all_done, local_no, submits_per_request, yes
 from .production import SettingsHost, count_forms, move_leader, node_of
 
 NAMES = FleetNames()
@@ -131,7 +139,7 @@ async def test_the_flows_leader_killed_mid_form(
     await bridge.wait_outcomes(10, 60)
     accepted = Counter({h.flow_id: bridge.accepted(h.flow_id) for h in handles})
     ledger = count_forms(relay, handles, accepted, {before[0].flow_id})
-    assert (ledger.lost, ledger.doubled) == (0, 0), ledger.detail
+    assert (ledger.lost, ledger.doubled, ledger.unconfirmed) == (0, 0, 0), ledger.detail
     assert (ledger.forms, ledger.answered, ledger.local) == (10, 9, 1)
     assert await node_of(cluster, FORWARDER) != victim
     await bridge.stop()
@@ -163,7 +171,7 @@ async def test_the_flows_leader_killed_with_submits_in_flight(
     await bridge.wait_outcomes(20, 90)
     accepted = Counter({h.flow_id: bridge.accepted(h.flow_id) for h in handles})
     ledger = count_forms(relay, handles, accepted, set())
-    assert (ledger.lost, ledger.doubled) == (0, 0), ledger.detail
+    assert (ledger.lost, ledger.doubled, ledger.unconfirmed) == (0, 0, 0), ledger.detail
     assert ledger.answered == 20
     assert await node_of(cluster, BRIDGE) != victim
     await bridge.stop()
@@ -195,7 +203,7 @@ async def test_a_killed_node_comes_back_and_another_dies(
     await bridge.wait_outcomes(10, 60)
     accepted = Counter({h.flow_id: bridge.accepted(h.flow_id) for h in handles})
     ledger = count_forms(relay, handles, accepted, set())
-    assert (ledger.lost, ledger.doubled) == (0, 0), ledger.detail
+    assert (ledger.lost, ledger.doubled, ledger.unconfirmed) == (0, 0, 0), ledger.detail
     assert ledger.answered == 10
     await bridge.stop()
 
@@ -230,5 +238,57 @@ async def test_a_frozen_node_is_left_for_another(
         cluster.resume(victim)
     accepted = Counter({h.flow_id: bridge.accepted(h.flow_id) for h in handles})
     ledger = count_forms(relay, handles, accepted, set())
-    assert (ledger.lost, ledger.doubled) == (0, 0), ledger.detail
+    assert (ledger.lost, ledger.doubled, ledger.unconfirmed) == (0, 0, 0), ledger.detail
     await bridge.stop()
+
+
+@pytest.mark.asyncio
+async def test_the_cluster_without_a_quorum_and_back(
+    cluster: NatsCluster, fleet: Fleet, host: SettingsHost
+) -> None:
+    """Kills: the node that leads the flows stream and another (SIGKILL), so JetStream has
+    no quorum, while three forms open; the bridge (``Fleet.serve``) reports the host's
+    forwarder gone; one node restarts on its store. Served again, the bridge answers every
+    form once."""
+    relay = await host.start_pi()
+    await host.start_forwarder()
+    await fleet.wait_pi("h1", relay.pid)
+    accepted: Counter[str] = Counter()
+    outcomes: dict[str, list[str]] = {}
+
+    async def handler(client: BridgeClient, pi: FleetPi) -> None:
+        async for flow in client.flows():
+            outcome = await client.respond(flow, yes(flow), timeout=30)
+            outcomes.setdefault(flow.tool_call_id or "", []).append(outcome.kind)
+            if isinstance(outcome, SubmitAccepted):
+                accepted[flow.flow_id] += 1
+
+    stop = asyncio.Event()
+    serving = asyncio.get_running_loop().create_task(fleet.serve(handler, stop=stop))
+    try:
+        before = [relay.open_form(yes_no_params(), f"before-{n}") for n in range(3)]
+        await all_done(before, 30)
+        leader = await asyncio.to_thread(cluster.wait_stream_leader, NAMES.flows_stream)
+        other = (leader + 1) % 3
+        cluster.kill(leader)
+        cluster.kill(other)
+        during = [relay.open_form(yes_no_params(), f"during-{n}") for n in range(3)]
+
+        async def gone() -> None:
+            while fleet.forwarder_alive("h1"):
+                await asyncio.sleep(0.1)  # (a poll of the fleet's own liveness table)
+
+        await asyncio.wait_for(gone(), 30)
+        await asyncio.to_thread(cluster.start_node, other)
+        handles = before + during
+        await all_done(handles, 60)
+    finally:
+        stop.set()
+        await asyncio.wait_for(serving, 30)
+    ledger = count_forms(relay, handles, accepted, set())
+    assert (ledger.lost, ledger.doubled) == (0, 0), (ledger.detail, outcomes)
+    assert ledger.answered == 6
+    # A submit in flight when the transport ended may have been applied: its bridge is told
+    # so ("lost" or "timed_out"), never a false "rejected" or "not sent".
+    for name, kinds in outcomes.items():
+        assert kinds[0] in ("accepted", "lost", "timed_out"), (name, kinds)
