@@ -31,6 +31,7 @@ from .production import SettingsHost, count_forms, move_leader, node_of
 NAMES = FleetNames()
 SETTINGS = FleetSettings(replicas=3)
 FORWARDER, BRIDGE = "forwarder-h1", "bridge-1"
+STREAMS = [str(config.name) for config in SETTINGS.streams(NAMES)]
 
 
 @pytest.fixture
@@ -111,14 +112,16 @@ async def test_the_flows_leader_killed_mid_form(
     cluster: NatsCluster, fleet: Fleet, host: SettingsHost, admin: Client
 ) -> None:
     """Kills: the node that leads the flows stream (SIGKILL), made the node the forwarder is
-    connected to, while five forms wait for the bridge; meanwhile the host opens five more and
-    its user answers one itself. The forwarder fails over to another node, the stream's
-    leadership moves, and the bridge answers every form once."""
+    connected to and the leader of every stream of the fleet, while five forms wait for the
+    bridge; meanwhile the host opens five more and its user answers one itself. The forwarder
+    fails over to another node, the streams' leadership moves, and the bridge answers every
+    form once."""
     relay = await host.start_pi()
     await host.start_forwarder()
     await fleet.wait_pi("h1", relay.pid)
     victim = await node_of(cluster, FORWARDER)
-    await move_leader(admin, cluster, NAMES.flows_stream, victim)
+    for stream in STREAMS:
+        await move_leader(admin, cluster, stream, victim)
     bridge = Answerer(fleet, "h1", relay.pid)
     await bridge.start()
     before = [relay.open_form(yes_no_params(), f"before-{n}") for n in range(5)]
@@ -150,13 +153,15 @@ async def test_the_flows_leader_killed_with_submits_in_flight(
     cluster: NatsCluster, fleet: Fleet, host: SettingsHost, admin: Client
 ) -> None:
     """Kills: the node that leads the flows stream (SIGKILL), made the node the bridge is
-    connected to, the moment the bridge sends its submits for twenty open forms. The bridge
-    fails over to another node with its submits in flight; each form is answered once."""
+    connected to and the leader of every stream of the fleet, the moment the bridge sends its
+    submits for twenty open forms. The bridge fails over to another node with its submits in
+    flight; each form is answered once."""
     relay = await host.start_pi()
     await host.start_forwarder()
     await fleet.wait_pi("h1", relay.pid)
     victim = await node_of(cluster, BRIDGE)
-    await move_leader(admin, cluster, NAMES.flows_stream, victim)
+    for stream in STREAMS:
+        await move_leader(admin, cluster, stream, victim)
     bridge = Answerer(fleet, "h1", relay.pid)
     await bridge.start()
     handles = [relay.open_form(yes_no_params(), f"inflight-{n}") for n in range(20)]
@@ -167,8 +172,8 @@ async def test_the_flows_leader_killed_with_submits_in_flight(
     cluster.kill(victim)
     assert not submits_per_request(relay)  # in flight: none has reached the host yet
 
-    await all_done(handles, 90)
-    await bridge.wait_outcomes(20, 90)
+    await all_done(handles, 45)
+    await bridge.wait_outcomes(20, 45)
     accepted = Counter({h.flow_id: bridge.accepted(h.flow_id) for h in handles})
     ledger = count_forms(relay, handles, accepted, set())
     assert (ledger.lost, ledger.doubled, ledger.unconfirmed) == (0, 0, 0), ledger.detail
@@ -212,7 +217,7 @@ async def test_a_killed_node_comes_back_and_another_dies(
 async def test_a_frozen_node_is_left_for_another(
     cluster: NatsCluster, fleet: Fleet, host: SettingsHost, admin: Client
 ) -> None:
-    """Pauses: the node the forwarder is connected to, made the flows stream's leader
+    """Pauses: the node the forwarder is connected to, made the leader of every stream
     (SIGSTOP, as a frozen VM: its sockets stay open, it answers nothing), while five forms
     wait for the bridge and five more open. The forwarder must notice within a bounded time
     (30 s here: a client pinging its server every few seconds notices in about 10 s, then
@@ -221,7 +226,8 @@ async def test_a_frozen_node_is_left_for_another(
     await host.start_forwarder()
     await fleet.wait_pi("h1", relay.pid)
     victim = await node_of(cluster, FORWARDER)
-    await move_leader(admin, cluster, NAMES.flows_stream, victim)
+    for stream in STREAMS:
+        await move_leader(admin, cluster, stream, victim)
     bridge = Answerer(fleet, "h1", relay.pid)
     await bridge.start()
     before = [relay.open_form(yes_no_params(), f"before-{n}") for n in range(5)]
