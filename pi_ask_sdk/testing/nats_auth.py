@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal
 
 if TYPE_CHECKING:
-    from pi_ask_sdk.transports.nats import NatsPermissions
+    from pi_ask_sdk.fleet.protocol import NatsPermissions
 
 __all__ = [
     "NkeyKind",

@@ -13,9 +13,8 @@ from pathlib import Path
 from nats.aio.client import Client
 
 from pi_ask_core import FlowHandle
-from pi_ask_sdk.fleet import Forwarder
+from pi_ask_sdk.fleet import FleetSettings, Forwarder, NatsOptions
 from pi_ask_sdk.testing.nats_server import NatsCluster
-from pi_ask_sdk.transports.nats import FleetSettings, NatsOptions
 from tests.relay.fake_relay import FakeRelay
 
 from .conftest import Host

@@ -14,16 +14,11 @@ import pytest_asyncio
 from nats.aio.client import Client
 
 from pi_ask_sdk import BridgeClient, SubmitAccepted
+from pi_ask_sdk.fleet import Fleet, FleetNames, FleetPi, FleetSettings, NatsOptions
+from pi_ask_sdk.fleet.connection import connect_nats
+from pi_ask_sdk.serving import serve
 from pi_ask_sdk.testing import yes_no_params
 from pi_ask_sdk.testing.nats_server import NatsCluster, nats_cluster
-from pi_ask_sdk.transports.nats import (
-    Fleet,
-    FleetNames,
-    FleetPi,
-    FleetSettings,
-    NatsOptions,
-    connect_nats,
-)
 
 from .kit import Answerer, all_done, local_no, submits_per_request, yes
 from .production import SettingsHost, count_forms, move_leader, node_of
@@ -253,9 +248,8 @@ async def test_the_cluster_without_a_quorum_and_back(
     cluster: NatsCluster, fleet: Fleet, host: SettingsHost
 ) -> None:
     """Kills: the node that leads the flows stream and another (SIGKILL), so JetStream has
-    no quorum, while three forms open; the bridge (``Fleet.serve``) reports the host's
-    forwarder gone; one node restarts on its store. Served again, the bridge answers every
-    form once."""
+    no quorum, while three forms open; one node restarts on its store. The bridge
+    (``serve(handler, fleet)``) answers every form once."""
     relay = await host.start_pi()
     await host.start_forwarder()
     await fleet.wait_pi("h1", relay.pid)
@@ -270,7 +264,7 @@ async def test_the_cluster_without_a_quorum_and_back(
                 accepted[flow.flow_id] += 1
 
     stop = asyncio.Event()
-    serving = asyncio.get_running_loop().create_task(fleet.serve(handler, stop=stop))
+    serving = asyncio.get_running_loop().create_task(serve(handler, fleet, stop=stop))
     try:
         before = [relay.open_form(yes_no_params(), f"before-{n}") for n in range(3)]
         await all_done(before, 30)

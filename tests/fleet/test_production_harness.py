@@ -19,6 +19,7 @@ import nats.errors
 import pytest
 from nats.js.api import StreamConfig
 
+from pi_ask_sdk.fleet import FleetNames
 from pi_ask_sdk.testing.errors import NatsServerError
 from pi_ask_sdk.testing.nats_auth import (
     NkeyPair,
@@ -29,7 +30,6 @@ from pi_ask_sdk.testing.nats_auth import (
     permissions_block,
 )
 from pi_ask_sdk.testing.nats_server import NatsCluster, nats_cluster, nats_server
-from pi_ask_sdk.transports.nats import FleetNames
 
 NAMES = FleetNames()
 

@@ -1,8 +1,8 @@
 """The fleet over TLS (a test CA made at test time, ``tls://`` with ``tls_ca``) with users
 that authenticate by nkey (a seed file) or by a ``.creds`` file (decentralised auth: operator,
 account and user JWTs), each limited to what ``FleetNames.forwarder_permissions`` /
-``bridge_permissions`` give it. An administrator user made the streams and the hosts' submit
-consumers. Every wait is bounded."""
+``bridge_permissions`` give it. An administrator user made the streams. Every wait is
+bounded."""
 
 from __future__ import annotations
 
@@ -20,7 +20,9 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 
 from pi_ask_sdk import BridgeClient, SubmitAccepted
-from pi_ask_sdk.errors import FleetUnavailable
+from pi_ask_sdk.fleet import Fleet, FleetNames, FleetSettings, FleetUnavailable, NatsOptions
+from pi_ask_sdk.fleet.connection import connect_nats
+from pi_ask_sdk.fleet.protocol import NatsPermissions
 from pi_ask_sdk.testing import yes_no_params
 from pi_ask_sdk.testing.nats_auth import (
     Operator,
@@ -30,14 +32,6 @@ from pi_ask_sdk.testing.nats_auth import (
     nkey_user,
 )
 from pi_ask_sdk.testing.nats_server import NatsServer, nats_server
-from pi_ask_sdk.transports.nats import (
-    Fleet,
-    FleetNames,
-    FleetSettings,
-    NatsOptions,
-    NatsPermissions,
-    connect_nats,
-)
 
 from .kit import all_done, relay_answered, yes
 from .production import SettingsHost
@@ -97,16 +91,10 @@ def secured(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Secured]
 
 @pytest_asyncio.fixture
 async def admin(secured: Secured) -> AsyncIterator[None]:
-    """The administrator made the streams (a ``Fleet`` that sets up) and host-a's and
-    host-b's submit consumers (a ``Forwarder`` of each host that sets up, then closes)."""
+    """The administrator made the streams (a ``Fleet`` that sets up): the users of the
+    forwarders and the bridge may not."""
     async with Fleet(secured.options("admin"), settings=SETTINGS):
         pass
-    for host in ("host-a", "host-b"):
-        setup = SettingsHost(
-            secured.tls.ca.parent.parent / f"setup-{host}", secured.options("admin"), host, SETTINGS
-        )
-        await setup.start_forwarder()
-        await setup.close()
     yield
 
 
