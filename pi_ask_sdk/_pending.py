@@ -57,6 +57,14 @@ class SubmitBook:
             raise ConnectionLost("session_ended", f'flow "{flow_id}" was dropped with its session')
         raise FlowAlreadyAnswered(flow_id)
 
+    def resend(
+        self, request_id: str | None, flow_id: FlowId
+    ) -> PendingSubmit[FlowCompleted] | None:
+        """The waiter of a submit sent before under ``request_id`` for ``flow_id`` whose verdict
+        has not come (its wait timed out): a retry under the same id shares it."""
+        pending = None if request_id is None else self.pending.get(request_id)
+        return pending if pending is not None and pending.flow_id == flow_id else None
+
     def request_id(self, prefix: str, request_id: str | None) -> str:
         """``request_id`` checked (free, non-empty, UTF-8 safe), or a fresh random one:
         ``<prefix>-`` and 128 random bits from ``os.urandom`` as 32 hex digits."""
@@ -67,7 +75,9 @@ class SubmitBook:
         if not isinstance(request_id, str) or not request_id:
             raise InvalidRequestId(str(request_id), "must be a non-empty string")
         if request_id in self.pending:
-            raise InvalidRequestId(request_id, "is already used by a pending submit")
+            raise InvalidRequestId(
+                request_id, "is already used by a pending submit for another flow"
+            )
         if not request_id.isascii():
             try:
                 request_id.encode("utf-8")

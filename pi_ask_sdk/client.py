@@ -336,7 +336,10 @@ class BridgeClient:
         taken from another flow (``FlowMismatch``), a flow that already accepted this client's
         submit or completed (``FlowAlreadyAnswered`` / ``FlowAlreadyCompleted``), a flow dropped
         when the session ended (``ConnectionLost``). ``request_id`` defaults to a fresh random
-        id: ``request_id_prefix``, ``-`` and 128 bits from the OS as 32 hex digits.
+        id: ``request_id_prefix``, ``-`` and 128 bits from the OS as 32 hex digits. The request
+        id of this client's submit for the same flow whose verdict has not come (it was
+        ``SubmitTimedOut``) sends it again, the retry a host or a forwarder applies at most
+        once; both tickets get the one verdict.
 
         Args:
             flow: The form the response answers (the view the client handed out).
@@ -349,17 +352,19 @@ class BridgeClient:
             FlowAlreadyAnswered: This client's submit for the flow was accepted.
             FlowAlreadyCompleted: The flow completed.
             ConnectionLost: The flow was dropped with its session, or the connection is gone.
-            InvalidRequestId: ``request_id`` is empty, in use, or not UTF-8 safe.
+            InvalidRequestId: ``request_id`` is empty, in use for another flow, or not UTF-8
+                safe.
             ClientNotOpen: The client is not open.
         """
-        ticket = self._prepare(flow, response, request_id)
+        ticket, fresh = self._prepare(flow, response, request_id)
         rid, flow_id = ticket.request_id, ticket.flow_id
         try:
             await self._transport.send(
                 SubmitEvent(request_id=rid, flow_id=flow_id, response=response.to_wire())
             )
         except BaseException:
-            self._book.disarm(ticket._pending)
+            if fresh:  # (a retry's waiter stays: the first send may have been applied)
+                self._book.disarm(ticket._pending)
             raise
         return ticket
 
@@ -428,7 +433,8 @@ class BridgeClient:
         Raises:
             FlowMismatch: ``response``, or a piece of it, belongs to another flow.
             FlowAlreadyAnswered: This client's submit for the flow was accepted.
-            InvalidRequestId: ``request_id`` is empty, in use, or not UTF-8 safe.
+            InvalidRequestId: ``request_id`` is empty, in use for another flow, or not UTF-8
+                safe.
             ClientNotOpen: The client is not open.
         """
         try:
@@ -449,8 +455,9 @@ class BridgeClient:
         flow: FlowView[F],
         response: Response[F] | UncheckedAnswer[F],
         request_id: str | None,
-    ) -> SubmitTicket:
-        """The checks made before sending, and the armed waiter's ticket."""
+    ) -> tuple[SubmitTicket, bool]:
+        """The checks made before sending, and the armed waiter's ticket (True: a new waiter;
+        False: a retry's, shared with the submit sent before under its request id)."""
         self._require("submit")
         flow_id = flow.flow_id
         if type(response) is UncheckedAnswer:
@@ -460,11 +467,14 @@ class BridgeClient:
             check_pieces(flow_id, response)
         book = self._book
         book.refuse_closed(flow_id)
+        again = book.resend(request_id, flow_id)
+        if again is not None:
+            return SubmitTicket(again.request_id, flow_id, response.kind, again), False
         rid = book.request_id(self._prefix, request_id)
         loop = self._loop
         assert loop is not None  # set by open(), checked by _require
         pending = book.arm(self, rid, flow_id, loop)
-        return SubmitTicket(rid, flow_id, response.kind, pending)
+        return SubmitTicket(rid, flow_id, response.kind, pending), True
 
     # --- internals ---
 

@@ -273,7 +273,8 @@ class SyncBridgeClient:
             FlowAlreadyAnswered: This client's submit for the flow was accepted.
             FlowAlreadyCompleted: The flow completed.
             ConnectionLost: The flow was dropped with its session, or the connection is gone.
-            InvalidRequestId: ``request_id`` is empty, in use, or not UTF-8 safe.
+            InvalidRequestId: ``request_id`` is empty, in use for another flow, or not UTF-8
+                safe.
             ClientNotOpen: The client is not started, or closed.
             WaitTimeout: The submit was not sent within ``timeout`` (its fate is unknown).
         """
@@ -314,7 +315,8 @@ class SyncBridgeClient:
         Raises:
             FlowMismatch: ``response``, or a piece of it, belongs to another flow.
             FlowAlreadyAnswered: This client's submit for the flow was accepted.
-            InvalidRequestId: ``request_id`` is empty, in use, or not UTF-8 safe.
+            InvalidRequestId: ``request_id`` is empty, in use for another flow, or not UTF-8
+                safe.
             ClientNotOpen: The client is not started, or closed.
             WaitTimeout: The submit was not sent within ``timeout`` (its fate is unknown).
         """

@@ -243,6 +243,15 @@ def _forward_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="create no stream or consumer (an administrator made them: docs fleet, Security)",
     )
+    parser.add_argument(
+        "--replicas",
+        type=int,
+        choices=range(1, 6),
+        metavar="N",
+        default=1,
+        help="the streams' replicas when it creates them (3 on a 3-node cluster); an existing "
+        "stream's are never lowered",
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="log every NATS hiccup")
 
 

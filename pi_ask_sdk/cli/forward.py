@@ -78,7 +78,7 @@ def forward(args: argparse.Namespace) -> int:
         return usage_error("forward", "the NATS server is needed: --nats URL (or $PI_ASK_NATS)")
     if nats_missing("forward"):
         return EXIT_RUNTIME
-    from pi_ask_sdk.fleet import FleetNames, Forwarder
+    from pi_ask_sdk.fleet import FleetNames, FleetSettings, Forwarder
 
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
@@ -105,6 +105,7 @@ def forward(args: argparse.Namespace) -> int:
             host_id=args.host_id or None,
             directory=directory,
             names=FleetNames(args.prefix),
+            settings=FleetSettings(replicas=args.replicas),
             setup=not args.no_setup,
         )
         async with forwarder:

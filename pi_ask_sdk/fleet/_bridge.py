@@ -122,7 +122,6 @@ class Fleet:
         self._transports: set[NatsTransport] = set()
         self._closed = False
         self._forwarders = Liveness(self._forwarder_changed)  # by host
-        self._beats: Follower | None = None
         self._beater = Beater(self._beat, heartbeat)
 
     # --- lifecycle ---
@@ -155,9 +154,6 @@ class Fleet:
         self._closed = True
         await self._beater.stop()
         self._forwarders.close()
-        if self._beats is not None:
-            with contextlib.suppress(asyncio.TimeoutError):
-                await within(self._beats.stop(), 2)
         for transport in list(self._transports):
             transport._fleet_closed()
         nc, self._nc = self._nc, None
@@ -236,7 +232,10 @@ class Fleet:
 
     async def _follow_forwarders(self) -> None:
         """The forwarders' heartbeats: the FORWARDERS stream's last one per host (younger than
-        ``forwarder_timeout``), then each as it comes."""
+        ``forwarder_timeout``) once, then each as it is sent, on the core subject: a stream
+        without a leader (an election, a cluster without a quorum) stores none, though the
+        forwarders are alive and send them (subscribed first: none falls between)."""
+        await self.nc.subscribe(self._names.all_forwarders, cb=self._on_forwarder_msg)
         follower = Follower(
             self.js,
             self._names.forwarders_stream,
@@ -250,7 +249,11 @@ class Fleet:
             raise FleetUnavailable(
                 self.url, f"the forwarders' heartbeats cannot be read ({exc!r})"
             ) from exc
-        self._beats = follower
+        finally:
+            await follower.stop()
+
+    async def _on_forwarder_msg(self, msg: Msg) -> None:
+        self._on_forwarder_beat(msg)
 
     def forwarder_alive(self, host: str) -> bool:
         """Whether ``host``'s forwarder heartbeat within the last ``forwarder_timeout`` s."""
@@ -443,10 +446,20 @@ class Fleet:
             FleetUnavailable: The Pis' states did not come within ``timeout`` seconds.
         """
         states: dict[tuple[str, int], PiState] = {}
+        # Pis up whose client is not open (its open failed: a 503 while a stream elects its
+        # leader, say): found again after a delay that doubles, at most every 8 s.
+        unserved: dict[tuple[str, int], tuple[float, float]] = {}  # key -> (when, delay)
+        loop = asyncio.get_running_loop()
 
         def consider(state: PiState) -> None:
+            key = (state.host, state.pid)
             if state.state == "up" and not stop.is_set() and self.forwarder_alive(state.host):
-                found(FleetPi._from_state(state))
+                if found(FleetPi._from_state(state)):
+                    unserved.pop(key, None)
+                elif key not in unserved:
+                    unserved[key] = (loop.time() + 0.5, 0.5)
+            else:
+                unserved.pop(key, None)
 
         def on_state(msg: Msg) -> None:
             state = _state(msg)
@@ -479,7 +492,17 @@ class Fleet:
                 await follower.start(timeout)
             except (asyncio.TimeoutError, nats.errors.Error, OSError) as exc:
                 raise FleetUnavailable(self.url, f"the Pis' states did not come ({exc!r})") from exc
-            await stop.wait()
+            while not stop.is_set():
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await within(stop.wait(), 0.5)  # (the look again's period)
+                now = loop.time()
+                for key, (when, delay) in list(unserved.items()):
+                    state = states.get(key)
+                    if state is None or stop.is_set():
+                        unserved.pop(key, None)
+                    elif now >= when:
+                        unserved[key] = (now + min(delay * 2, 8.0), min(delay * 2, 8.0))
+                        consider(state)
         finally:
             unwatch()
             await follower.stop()

@@ -273,12 +273,10 @@ class Forwarder:
             delay = min(delay * 2, 1.0)
 
     async def _take_submits(self) -> None:
-        """Answer the submits of this host's Pis (each link its own Pi's)."""
-        await self.nc.subscribe(
-            self.names.host_submits(self.host_id),
-            queue=self.names.forwarder_queue(self.host_id),
-            cb=self._on_submit,
-        )
+        """Answer the submits of this host's Pis (each link its own Pi's). No queue group: a
+        cluster node that froze with this forwarder's old connection keeps its subscription
+        until the cluster drops the node, and a queue group would send it some submits."""
+        await self.nc.subscribe(self.names.host_submits(self.host_id), cb=self._on_submit)
         await self.nc.flush()  # subscribed at the server before anyone is told we take them
         self._taking.set()
         log.info("pi_ask_sdk.fleet: taking the submits of host %s", self.host_id)
@@ -448,8 +446,12 @@ class Forwarder:
                 self.names.forwarders_stream, self.names.forwarder(self.host_id)
             )
             beat = msgspec.json.decode(last.data or b"", type=ForwarderBeat)
+        except nats.js.errors.NotFoundError:
+            # Our last heartbeat expired while the stream could store none (no leader, no
+            # quorum) and nobody took the host meanwhile: ours again, if nobody is quicker.
+            return bool(expected) and await self._publish_beat(expected=0)
         except (nats.errors.Error, OSError, asyncio.TimeoutError, msgspec.DecodeError):
-            return False  # (expired meanwhile, or unreadable: the next beat tries again)
+            return False  # (unreadable now: the next beat tries again)
         holder = beat.forwarder
         if holder == self.forwarder_id and not beat.bye:
             self._lease = last.seq

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
+import math
 import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -18,6 +20,7 @@ from nats.aio.client import Client
 from nats.js import JetStreamContext
 
 from pi_ask_sdk._tasks import within
+from pi_ask_sdk.errors import InvalidArgument
 
 from .errors import FleetUnavailable
 from .protocol import FleetNames, FleetSettings
@@ -48,7 +51,12 @@ class NatsOptions:
     server's monitoring.
     ``max_reconnect_attempts`` is nats-py's (-1: retry for ever once connected, what a
     forwarder wants); the first connection must succeed within
-    ``connect_timeout`` seconds, and fails at once when every server refuses it.
+    ``connect_timeout`` seconds, and fails at once when every server refuses it or a server's
+    TLS certificate is not trusted.
+    ``ping_interval`` (seconds) and ``max_outstanding_pings`` are nats-py's: a server that
+    answers no ping for ``ping_interval * (max_outstanding_pings + 1)`` seconds (a frozen
+    node, a partition that keeps TCP open) is left for another (nats-py's own defaults, 120 s
+    and 2, would wait about 4 minutes).
     ``inbox_prefix`` replaces nats-py's ``_INBOX`` for this connection's reply subjects (and
     its consumers' deliver subjects): give each NATS user its own and allow it only that, so
     that no user reads another's replies (docs/fleet.md, Security)."""
@@ -67,6 +75,18 @@ class NatsOptions:
     reconnect_time_wait: float = 0.25
     max_reconnect_attempts: int = -1
     inbox_prefix: str = "_INBOX"
+    ping_interval: float = 1.0
+    max_outstanding_pings: int = 3
+
+    def __post_init__(self) -> None:
+        if not self.ping_interval > 0:
+            raise InvalidArgument(
+                "NatsOptions", "ping_interval", "a number of seconds above 0", self.ping_interval
+            )
+        if self.max_outstanding_pings < 1:
+            raise InvalidArgument(
+                "NatsOptions", "max_outstanding_pings", "1 or more", self.max_outstanding_pings
+            )
 
     @property
     def shown_url(self) -> str:
@@ -112,7 +132,8 @@ async def connect_nats(
     reconnected_cb: _Callback | None = None,
 ) -> Client:
     """A connected nats-py client; raises ``FleetUnavailable`` (the nats-py error as cause):
-    at once when every server refuses the connection ("nothing answers there"), after
+    at once when every server refuses the connection ("nothing answers there") or a server's
+    TLS certificate is not trusted (naming the check that failed and ``tls_ca``), after
     ``connect_timeout`` seconds when one accepts but does not answer.
 
     ``disconnected_cb`` / ``reconnected_cb`` are nats-py's: called when the connection to the
@@ -123,9 +144,11 @@ async def connect_nats(
     try:
         # Bounded as a whole: a server that accepts but never answers is retried meanwhile.
         return await within(
-            _connect(options, servers, errors, disconnected_cb, reconnected_cb),
+            _connect_or_distrust(options, servers, errors, disconnected_cb, reconnected_cb),
             options.connect_timeout,
         )
+    except ssl.SSLCertVerificationError as exc:
+        raise FleetUnavailable(url, _distrusted(exc, options)) from exc
     except asyncio.TimeoutError:
         raise FleetUnavailable(
             url, f"no server answered within {options.connect_timeout:g} s"
@@ -154,15 +177,67 @@ async def close_nats(nc: Client, *, timeout: float = 5.0) -> None:
             await nc.close()
 
 
-async def _connect(
+def _distrusted(exc: ssl.SSLCertVerificationError, options: NatsOptions) -> str:
+    """What to say when a server's certificate failed the check (no secret: a CA's path is
+    not one)."""
+    why = exc.verify_message or exc.reason or str(exc)
+    trusted = f"tls_ca {options.tls_ca}" if options.tls_ca else "the system's CAs (no tls_ca)"
+    return (
+        f"the server's TLS certificate is not trusted ({why}): it must be signed by a CA in "
+        f"{trusted}, for the host name of the URL"
+    )
+
+
+async def _connect_or_distrust(
     options: NatsOptions,
     servers: list[str],
     errors: list[Exception],
     disconnected_cb: _Callback | None,
     reconnected_cb: _Callback | None,
 ) -> Client:
+    """``_connect``, or the first certificate error met: nats-py reports it to its error
+    callback and tries again, which cannot help (a wrong CA stays wrong)."""
+    distrusted: asyncio.Future[ssl.SSLCertVerificationError] = (
+        asyncio.get_running_loop().create_future()
+    )
+    connecting = asyncio.ensure_future(
+        _connect(options, servers, errors, disconnected_cb, reconnected_cb, distrusted)
+    )
+    try:
+        await asyncio.wait((connecting, distrusted), return_when=asyncio.FIRST_COMPLETED)
+    except BaseException:  # cancelled (connect_timeout): nothing is handed out
+        await _abandon(connecting)
+        raise
+    finally:
+        refused = distrusted.done()
+        distrusted.cancel()
+    if refused:
+        await _abandon(connecting)
+        raise distrusted.result()
+    return await connecting
+
+
+async def _abandon(connecting: asyncio.Future[Client]) -> None:
+    """Stop connecting; a client that connected meanwhile is closed."""
+    connecting.cancel()
+    await asyncio.wait((connecting,))
+    if not connecting.cancelled() and connecting.exception() is None:
+        with contextlib.suppress(nats.errors.Error, OSError):
+            await connecting.result().close()
+
+
+async def _connect(
+    options: NatsOptions,
+    servers: list[str],
+    errors: list[Exception],
+    disconnected_cb: _Callback | None,
+    reconnected_cb: _Callback | None,
+    distrusted: asyncio.Future[ssl.SSLCertVerificationError],
+) -> Client:
     async def on_error(exc: Exception) -> None:
         errors[:] = [exc]  # (the last one: what a failed first connection reports)
+        if isinstance(exc, ssl.SSLCertVerificationError) and not distrusted.done():
+            distrusted.set_result(exc)
         await _log_error(exc)
 
     # The first connection tries each server twice at most (nats-py retries it for ever with
@@ -186,8 +261,12 @@ async def _connect(
         disconnected_cb=disconnected_cb,
         reconnected_cb=reconnected_cb,
         inbox_prefix=options.inbox_prefix,
+        # (nats-py types it int but sleeps on it: the exact value is set below)
+        ping_interval=math.ceil(options.ping_interval),
+        max_outstanding_pings=options.max_outstanding_pings,
     )
     nc.options["max_reconnect_attempts"] = options.max_reconnect_attempts
+    nc.options["ping_interval"] = options.ping_interval
     return nc
 
 
@@ -198,14 +277,19 @@ async def _log_error(exc: Exception) -> None:
 async def ensure_streams(
     js: JetStreamContext, names: FleetNames, settings: FleetSettings, url: str
 ) -> None:
-    """Create the fleet's streams, or update them to ``settings``; ``FleetUnavailable`` when
-    JetStream is off or refuses."""
+    """Create the fleet's streams, or update them to ``settings``, never lowering an existing
+    stream's replicas (a process given the default settings, 1, must not scale a cluster's
+    streams down: one node lost would then lose them); ``FleetUnavailable`` when JetStream is
+    off or refuses."""
     for config in settings.streams(names):
         try:
             try:
                 await js.add_stream(config)
-            except nats.js.errors.BadRequestError:
-                await js.update_stream(config)  # exists with other settings
+            except nats.js.errors.BadRequestError:  # exists with other settings
+                assert config.name is not None
+                info = await js.stream_info(config.name)
+                replicas = max(info.config.num_replicas or 1, config.num_replicas or 1)
+                await js.update_stream(dataclasses.replace(config, num_replicas=replicas))
         except (nats.js.errors.ServiceUnavailableError, nats.errors.NoRespondersError) as exc:
             raise FleetUnavailable(url, jetstream_off(exc)) from exc
         except (nats.errors.Error, OSError, TimeoutError) as exc:

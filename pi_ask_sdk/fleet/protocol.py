@@ -286,11 +286,6 @@ class FleetNames:
         """Every bridge's heartbeats."""
         return f"{self.prefix}._bridge.*"
 
-    def forwarder_queue(self, host: str) -> str:
-        """The queue group of a host's forwarder on its submits: were two ever subscribed
-        (one losing the host's lease as the other takes it), each submit still reaches one."""
-        return f"forward-{host}"
-
     # --- stream subject sets ---
 
     @property
@@ -333,8 +328,9 @@ class FleetNames:
 
     def bridge_permissions(self, bridge: str) -> NatsPermissions:
         """What a bridge (``Fleet``, with ``setup=False``) needs: send submits to every host
-        and its presence heartbeat, read FLOWS and FORWARDERS, its own inbox
-        (``inbox(bridge)``: where its submits' replies come). No forwarder subject: it cannot
+        and its presence heartbeat, read FLOWS and FORWARDERS, hear the forwarders' heartbeats
+        as they are sent, its own inbox (``inbox(bridge)``: where its submits' replies come).
+        No forwarder subject to publish to: it cannot
         fake a form, a Pi, a forwarder or a submit-result. ``bridge`` names the NATS user (it
         need not be ``Fleet``'s ``bridge_id``)."""
         return {
@@ -344,7 +340,7 @@ class FleetNames:
                 *_reader_api(self.flows_stream),
                 *_reader_api(self.forwarders_stream),
             ],
-            "subscribe": [self.probe, self.inbox(bridge) + ".>"],
+            "subscribe": [self.probe, self.all_forwarders, self.inbox(bridge) + ".>"],
             "allow_responses": False,
         }
 

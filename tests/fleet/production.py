@@ -13,12 +13,13 @@ from pathlib import Path
 from nats.aio.client import Client
 
 from pi_ask_core import FlowHandle
-from pi_ask_sdk.fleet import FleetSettings, Forwarder, NatsOptions
+from pi_ask_sdk import FlowView, SubmitNotSent, SubmitTimedOut
+from pi_ask_sdk.fleet import Fleet, FleetSettings, Forwarder, NatsOptions
 from pi_ask_sdk.testing.nats_server import NatsCluster
 from tests.relay.fake_relay import FakeRelay
 
 from .conftest import Host
-from .kit import submits_per_request
+from .kit import Answerer, submits_per_request, yes
 
 
 class SettingsHost(Host):
@@ -133,3 +134,37 @@ async def move_leader(nc: Client, cluster: NatsCluster, stream: str, to: int) ->
         )
         await asyncio.to_thread(cluster.wait_stream_leader, stream, timeout=20)
     assert await asyncio.to_thread(cluster.stream_leader, stream) == to
+
+
+class RetryingAnswerer(Answerer):
+    """An ``Answerer`` that retries as a bridge must when a node dies with its submits in
+    flight: after ``SubmitTimedOut`` (it may have been applied) with the same request id,
+    after ``SubmitNotSent`` (surely not applied) with a new one. ``not_sent`` keeps each
+    form's "not sent" outcomes (a false one shows as a second request id reaching the host),
+    ``timed_out`` counts the timed-out ones."""
+
+    def __init__(self, fleet: Fleet, host: str, pid: int, *, timeout: float = 8.0) -> None:
+        super().__init__(fleet, host, pid)
+        self.timeout = timeout
+        self.not_sent: Counter[str] = Counter()
+        self.timed_out = 0
+
+    async def _answer(self, flow: FlowView) -> None:
+        await self.gate.wait()
+        assert self.client is not None
+        request_id: str | None = None
+        for _ in range(10):
+            outcome = await self.client.respond(
+                flow, yes(flow), timeout=self.timeout, request_id=request_id
+            )
+            if isinstance(outcome, SubmitTimedOut) and not outcome.acknowledged:
+                self.timed_out += 1
+                request_id = outcome.ticket.request_id
+                continue
+            if isinstance(outcome, SubmitNotSent) and outcome.reason != "flow_completed":
+                self.not_sent[flow.flow_id] += 1
+                request_id = None
+                continue
+            break
+        self.outcomes.setdefault(flow.flow_id, []).append(outcome)
+        self._seen_changed.set()

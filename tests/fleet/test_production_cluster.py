@@ -21,7 +21,7 @@ from pi_ask_sdk.testing import yes_no_params
 from pi_ask_sdk.testing.nats_server import NatsCluster, nats_cluster
 
 from .kit import Answerer, all_done, local_no, submits_per_request, yes
-from .production import SettingsHost, count_forms, move_leader, node_of
+from .production import RetryingAnswerer, SettingsHost, count_forms, move_leader, node_of
 
 NAMES = FleetNames()
 SETTINGS = FleetSettings(replicas=3)
@@ -149,15 +149,17 @@ async def test_the_flows_leader_killed_with_submits_in_flight(
 ) -> None:
     """Kills: the node that leads the flows stream (SIGKILL), made the node the bridge is
     connected to and the leader of every stream of the fleet, the moment the bridge sends its
-    submits for twenty open forms. The bridge fails over to another node with its submits in
-    flight; each form is answered once."""
+    submits for twenty open forms. A submit is one core request to the forwarder (no stream on
+    its way): those lost with the node are ``SubmitTimedOut`` (never "not sent": the bridge
+    cannot know), and the bridge retries each with the same request id once it has failed over.
+    Each form is answered once, and every bridge is told "accepted"."""
     relay = await host.start_pi()
     await host.start_forwarder()
     await fleet.wait_pi("h1", relay.pid)
     victim = await node_of(cluster, BRIDGE)
     for stream in STREAMS:
         await move_leader(admin, cluster, stream, victim)
-    bridge = Answerer(fleet, "h1", relay.pid)
+    bridge = RetryingAnswerer(fleet, "h1", relay.pid)
     await bridge.start()
     handles = [relay.open_form(yes_no_params(), f"inflight-{n}") for n in range(20)]
     await bridge.wait_seen(20)
@@ -167,12 +169,17 @@ async def test_the_flows_leader_killed_with_submits_in_flight(
     cluster.kill(victim)
     assert not submits_per_request(relay)  # in flight: none has reached the host yet
 
-    await all_done(handles, 45)
-    await bridge.wait_outcomes(20, 45)
+    await all_done(handles, 60)
+    await bridge.wait_outcomes(20, 60)
     accepted = Counter({h.flow_id: bridge.accepted(h.flow_id) for h in handles})
     ledger = count_forms(relay, handles, accepted, set())
     assert (ledger.lost, ledger.doubled, ledger.unconfirmed) == (0, 0, 0), ledger.detail
     assert ledger.answered == 20
+    # A false "not sent" would have let a second request id reach the host for its form.
+    given = submits_per_request(relay)
+    for handle in handles:
+        ids = {rid for (flow, rid) in given if flow == handle.flow_id}
+        assert len(ids) == 1, (handle.tool_call_id, ids, bridge.not_sent[handle.flow_id])
     assert await node_of(cluster, BRIDGE) != victim
     await bridge.stop()
 
@@ -214,16 +221,17 @@ async def test_a_frozen_node_is_left_for_another(
 ) -> None:
     """Pauses: the node the forwarder is connected to, made the leader of every stream
     (SIGSTOP, as a frozen VM: its sockets stay open, it answers nothing), while five forms
-    wait for the bridge and five more open. The forwarder must notice within a bounded time
-    (30 s here: a client pinging its server every few seconds notices in about 10 s, then
-    the stream elects a new leader) and fail over; every form is answered once."""
+    wait for the bridge and five more open. The forwarder notices within a bounded time (its
+    pings, ``NatsOptions.ping_interval``: about 4 s) and fails over, before the bridges count
+    it gone; submits sent to it meanwhile are lost with the node (``SubmitTimedOut``) and the
+    bridge retries them with the same request id. Every form is answered once."""
     relay = await host.start_pi()
     await host.start_forwarder()
     await fleet.wait_pi("h1", relay.pid)
     victim = await node_of(cluster, FORWARDER)
     for stream in STREAMS:
         await move_leader(admin, cluster, stream, victim)
-    bridge = Answerer(fleet, "h1", relay.pid)
+    bridge = RetryingAnswerer(fleet, "h1", relay.pid)
     await bridge.start()
     before = [relay.open_form(yes_no_params(), f"before-{n}") for n in range(5)]
     await bridge.wait_seen(5)
@@ -233,13 +241,14 @@ async def test_a_frozen_node_is_left_for_another(
         during = [relay.open_form(yes_no_params(), f"during-{n}") for n in range(5)]
         bridge.gate.set()
         handles = before + during
-        await all_done(handles, 30)
-        await bridge.wait_outcomes(10, 30)
+        await all_done(handles, 45)
+        await bridge.wait_outcomes(10, 45)
     finally:
         cluster.resume(victim)
     accepted = Counter({h.flow_id: bridge.accepted(h.flow_id) for h in handles})
     ledger = count_forms(relay, handles, accepted, set())
     assert (ledger.lost, ledger.doubled, ledger.unconfirmed) == (0, 0, 0), ledger.detail
+    assert ledger.answered == 10
     await bridge.stop()
 
 
