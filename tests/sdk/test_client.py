@@ -123,6 +123,32 @@ async def test_timeout_is_an_outcome_and_the_ticket_stays_valid() -> None:
 
 
 @pytest.mark.asyncio
+async def test_a_timed_out_submit_is_sent_again_under_its_request_id() -> None:
+    """The retry a remote transport makes safe: the request id of a submit whose verdict has
+    not come, for the same flow, sends it again and shares its one verdict; for another flow
+    it is refused (nothing sent), and a failed re-send keeps the first one's waiter."""
+    transport = ScriptedTransport()
+    async with BridgeClient(transport) as client:
+        transport.deliver(STARTED, started_payload("tool:a"))
+        transport.deliver(STARTED, started_payload("tool:b"))
+        flow_a = client.open_flows["tool:a"]  # type: ignore[index]
+        flow_b = client.open_flows["tool:b"]  # type: ignore[index]
+        first = await client.respond(flow_a, Cancel.of(flow_a), timeout=0.01)
+        assert isinstance(first, SubmitTimedOut)
+        rid = first.ticket.request_id
+        with pytest.raises(InvalidRequestId, match="another flow"):
+            await client.submit(flow_b, Cancel.of(flow_b), request_id=rid)
+        again = await client.submit(flow_a, Cancel.of(flow_a), request_id=rid)
+        assert again.request_id == rid
+        assert [s.request_id for s in transport.sent] == [rid, rid]
+        transport.deliver(SUBMIT_RESULT, ack_payload(rid, "tool:a"))
+        transport.deliver(COMPLETED, completed_payload("tool:a"))
+        for ticket in (first.ticket, again):
+            outcome = await client.await_result(ticket, timeout=TIMEOUT)
+            assert isinstance(outcome, SubmitAccepted)
+
+
+@pytest.mark.asyncio
 async def test_second_submit_refused_locally_and_nothing_emitted(fake: FakeHost) -> None:
     async with fake.client() as client:
         fake.open(yes_no_params(), tool_call_id="c1")
