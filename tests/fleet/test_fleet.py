@@ -15,7 +15,7 @@ from pi_ask_sdk import (
     SubmitAccepted,
     SubmitRejected,
 )
-from pi_ask_sdk.fleet import Fleet, FleetPi, FleetPiNotFound, pi_transport
+from pi_ask_sdk.fleet import Fleet, FleetPi, FleetPiNotFound, NatsTransport, pi_transport
 from pi_ask_sdk.forms import F
 from pi_ask_sdk.outcomes import SessionEnded
 from pi_ask_sdk.serving import serve
@@ -381,3 +381,35 @@ async def test_pi_ask_forward_says_what_it_follows_and_exits_130_on_ctrl_c(host:
         assert await asyncio.to_thread(process.wait, 20) == 0
     finally:
         forwarder.kill()
+
+
+@pytest.mark.asyncio
+async def test_serve_looks_again_at_a_pi_whose_open_failed(
+    host: Host, fleet: Fleet, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Pi whose new transport fails to open (its snapshot not in time; on a cluster, a
+    stream electing its leader answers 503 meanwhile) is served once an open succeeds:
+    ``serve`` looks at it again while it is up and its forwarder alive (it used to be left
+    unserved for good)."""
+    relay = await host.start_served_pi(fleet)
+    made: list[FleetPi] = []
+
+    def transport(pi: FleetPi) -> NatsTransport:
+        made.append(pi)  # the first one cannot open in time (its snapshot needs a round trip)
+        return fleet.transport(pi.host, pi.pid, open_timeout=0.0 if len(made) == 1 else 10.0)
+
+    monkeypatch.setattr(fleet, "pi_transport", transport)
+    served = asyncio.Event()
+
+    async def handler(client: BridgeClient, pi: FleetPi) -> None:
+        served.set()
+        await asyncio.Event().wait()  # (serving until serve stops: cancelled then)
+
+    stop = asyncio.Event()
+    serving = asyncio.get_running_loop().create_task(serve(handler, fleet, stop=stop))
+    try:
+        await asyncio.wait_for(served.wait(), 10)
+    finally:
+        stop.set()
+        await asyncio.wait_for(serving, 10)
+    assert [pi.pid for pi in made] == [relay.pid, relay.pid]
