@@ -249,8 +249,7 @@ class Forwarder:
         delay = 0.05
         told = False
         while True:
-            held = await self._publish_beat(expected=0)
-            if held:
+            if await self._host_free() and await self._publish_beat(expected=0):
                 return True
             if not told:
                 told = True
@@ -271,6 +270,21 @@ class Forwarder:
             if stop.is_set() or self.closing:
                 return False
             delay = min(delay * 2, 1.0)
+
+    async def _host_free(self) -> bool:
+        """Whether the host's lease looks free (no heartbeat stored, or a ``bye``): only then
+        is a first heartbeat published. Bridges hear every heartbeat on its core subject, a
+        refused one too: one sent while another forwarder holds the host would tell them this
+        host's forwarder is alive while none takes its submits."""
+        try:
+            last = await self.js.get_last_msg(
+                self.names.forwarders_stream, self.names.forwarder(self.host_id)
+            )
+            return msgspec.json.decode(last.data or b"", type=ForwarderBeat).bye
+        except nats.js.errors.NotFoundError:
+            return True
+        except (nats.errors.Error, OSError, asyncio.TimeoutError, msgspec.DecodeError):
+            return False  # (unreadable now: looked at again)
 
     async def _take_submits(self) -> None:
         """Answer the submits of this host's Pis (each link its own Pi's). No queue group: a
