@@ -24,8 +24,13 @@ process around the measured part only. One run prints:
   several rounds in alternating order, each after an untimed warm-up. The floor's percentiles
   are those of the two parts in turn: every pair of their samples summed (a NATS round trip
   then a relay round trip); the sum of the two parts' own percentiles, a looser floor, is
-  printed beside it. Targets: p50 <= 1.5x and p99 <= 2x the floor. Beside it, the CPU time
-  per submit of every process on each side's path: where the time goes.
+  printed beside it. Targets: p50 <= 1.5x and p99 <= 2x the floor. Beside it, where the time
+  goes: the CPU time per submit of every process on each side's path, and the hops of one more
+  fleet round (not in the figures above) watched by a tap (a plain NATS protocol reader
+  subscribed to every subject, and a silent client of the relay socket) that notes, on the
+  monotonic clock all processes share, when each submit passes NATS, when the relay sends its
+  submit-result, and when the reply passes NATS: each hop's p50 (approximate: the tap is one
+  more process on the same CPUs; a submit in which it saw a mark late is left out).
 * **one bridge, closed loop**: ``HOSTS`` simulated hosts, each a ``FakeRelay`` (tests/relay: a
   real ``pi_ask_core.FlowHost`` behind a real relay socket, speaking the relay's protocol) in
   one process; their ``HOSTS`` forwarders (each its own NATS connection) in another; ONE

@@ -41,6 +41,12 @@ FIGURES = [
     rf"^ +NATS alone: requester {_NUMBER}, responder {_NUMBER}, nats-server {_NUMBER}$",
     rf"^  where the fleet's p50 goes: the relay part {_NUMBER} \+ the NATS part {_NUMBER} \+ the"
     rf" fleet's own work {_NUMBER} ms$",
+    rf"^  per hop, p50 of each \(another round, a tap on NATS and on the relay, {_NUMBER}"
+    r" submits; ms\):$",
+    rf"^    bridge -> NATS -> the submit on NATS +{_NUMBER}$",
+    rf"^    -> forwarder -> relay -> Pi -> the relay's submit-result +{_NUMBER}$",
+    rf"^    -> forwarder -> the reply on NATS +{_NUMBER}$",
+    rf"^    -> NATS -> the bridge has the outcome +{_NUMBER}$",
     rf"^one bridge, closed loop: {_NUMBER} forms, {_NUMBER} open at once over {_NUMBER} FakeRelay"
     rf" hosts: {_NUMBER} forms/s \(target >= {_NUMBER}/s\) {_VERDICT}$",
     rf"^  cpu per form \(us\): bridge {_NUMBER}, forwarders {_NUMBER}, hosts {_NUMBER},"
