@@ -473,20 +473,39 @@ async def tap_worker(job: dict[str, Any]) -> None:
 
 async def serve_worker(job: dict[str, Any]) -> None:
     """One answering bridge for every Pi of the fleet (in replica group ``group`` if given),
-    until told to stop: each form answered with an explicit value, after ``think`` seconds (a
-    handler's own work, when given)."""
+    until told to stop: each form answered with an explicit value as soon as it is seen; or,
+    given ``think`` and ``capacity``, each after ``think`` seconds of the bridge's own work, at
+    most ``capacity`` forms at once over all its Pis (a bridge's limit: its workers, its quota
+    of a model)."""
     answered = 0
     think = float(job.get("think", 0.0))
+    slots = asyncio.Semaphore(int(job.get("capacity", 1)))
+
+    async def answer(client: BridgeClient, flow: FlowView) -> None:
+        nonlocal answered
+        if think:
+            async with slots:
+                await asyncio.sleep(think)  # the bridge's own work, not a synchronisation
+        question = flow.questions[0]
+        answer = AnswerBuilder(flow).select(question, question.value("b")).build()
+        await client.respond(flow, answer, timeout=30)
+        answered += 1
 
     async def handler(client: BridgeClient) -> None:
-        nonlocal answered
-        async for flow in client.flows():
-            if think:
-                await asyncio.sleep(think)  # the handler's own work, not a synchronisation
-            question = flow.questions[0]
-            answer = AnswerBuilder(flow).select(question, question.value("b")).build()
-            await client.respond(flow, answer, timeout=30)
-            answered += 1
+        if not think:
+            async for flow in client.flows():
+                await answer(client, flow)
+            return
+        working: set[asyncio.Task[None]] = set()
+        try:
+            async for flow in client.flows():
+                task = asyncio.get_running_loop().create_task(answer(client, flow))
+                working.add(task)
+                task.add_done_callback(working.discard)
+        finally:
+            for task in list(working):
+                task.cancel()
+            await asyncio.gather(*working, return_exceptions=True)
 
     stop = asyncio.Event()
     async with open_fleet(job["url"], job.get("group")) as fleet:
