@@ -553,8 +553,14 @@ def report_load(load: dict[str, Any]) -> list[str]:
         f" {HOSTS} FakeRelay hosts: {rate:.0f} forms/s (target >= {CLOSED_RATE_TARGET:g}/s)"
         f" {verdict(ok_closed)}"
     )
+    half, whole = float(closed["half_seconds"]), float(closed["seconds"])
+    halves = int(closed["completed"]) // 2
     cpu = load["closed_cpu"]
     print("  cpu per form (us): " + ", ".join(f"{name} {us:.0f}" for name, us in cpu.items()))
+    print(
+        f"  first half {halves / half:.0f} forms/s, second half"
+        f" {(int(closed['completed']) - halves) / (whole - half):.0f} forms/s"
+    )
     if not ok_closed:
         missed.append(f"one bridge {rate:.0f} forms/s < {CLOSED_RATE_TARGET:g}")
 

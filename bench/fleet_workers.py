@@ -267,7 +267,7 @@ async def load(hosts: list[SimHost], rate: float, seconds: float) -> dict[str, o
 
 async def closed_loop(hosts: list[SimHost], forms: int, inflight: int) -> dict[str, object]:
     """``forms`` forms through the hosts, ``inflight`` open at any time (each opened when one
-    completes); seconds it took, and how many completed."""
+    completes); seconds it took (and to the half of them), and how many completed."""
     queue: asyncio.Queue[None] = asyncio.Queue()
     completed = 0
 
@@ -290,13 +290,16 @@ async def closed_loop(hosts: list[SimHost], forms: int, inflight: int) -> dict[s
         host.opened[host.relay.open_form(FORM, f"c{tag}-{opened}").flow_id] = 0.0
         opened += 1
 
+    half = 0.0
     for _ in range(min(inflight, forms)):
         open_one()
     while completed < forms:
         await asyncio.wait_for(queue.get(), 30)
+        if not half and completed >= forms // 2:
+            half = time.perf_counter() - start
         if opened < forms:
             open_one()
-    return {"seconds": time.perf_counter() - start, "completed": completed}
+    return {"seconds": time.perf_counter() - start, "half_seconds": half, "completed": completed}
 
 
 # --- forwarders ---------------------------------------------------------------------------------

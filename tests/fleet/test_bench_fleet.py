@@ -51,6 +51,7 @@ FIGURES = [
     rf" hosts: {_NUMBER} forms/s \(target >= {_NUMBER}/s\) {_VERDICT}$",
     rf"^  cpu per form \(us\): bridge {_NUMBER}, forwarders {_NUMBER}, hosts {_NUMBER},"
     rf" nats-server {_NUMBER}$",
+    rf"^  first half {_NUMBER} forms/s, second half {_NUMBER} forms/s$",
     rf"^50 hosts, one bridge: {_NUMBER} forms offered at {_NUMBER}/s, {_NUMBER} answered at"
     rf" {_NUMBER}/s \(target >= {_NUMBER}/s sustained\) {_VERDICT}$",
     rf"^  open -> answered p50 {_NUMBER} ms  p99 {_NUMBER} ms  max {_NUMBER} ms \(target p99 <="
