@@ -57,7 +57,7 @@ from pi_ask_sdk.testing import UncheckedAnswer, unchecked_answer  # noqa: E402
 from pi_ask_sdk.transports.relay import RelayTransport  # noqa: E402
 from tests.relay.fake_relay import FakeRelay  # noqa: E402
 
-# --- the fleet's API (with the two imports marked above, the only lines that name it) ---------
+# --- the fleet's API (with the imports marked above, the only lines that name it) -------------
 
 Handler = Callable[[BridgeClient], Awaitable[None]]
 
