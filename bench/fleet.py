@@ -115,9 +115,10 @@ GROUP_REPLICAS = 3
 GROUP_THINK_S = 0.1
 GROUP_CAPACITY = 10
 WARM_FORMS = 10_000
-"""Untimed forms before the memory is measured: more than twice what the forwarder's
-SubmitBook holds (4,096), so what it keeps by design (its entries, and its dict's table once
-churning entries made it resize) is in the baseline and only growth beyond it shows."""
+"""Untimed forms before the memory is measured: more than twice the answered submits a
+forwarder keeps for repeats (4,096), so what it keeps by design (its entries, and its dict's
+table once churning entries made it resize) is in the baseline and only growth beyond it
+shows."""
 MEMORY_FORMS = 10_000
 
 
