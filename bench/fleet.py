@@ -27,7 +27,8 @@ process around the measured part only. One run prints:
   printed beside it. Targets: p50 <= 1.5x and p99 <= 2x the floor. Beside it, where the time
   goes: the CPU time per submit of every process on each side's path, and the hops of one more
   fleet round (not in the figures above) watched by a tap (a plain NATS protocol reader
-  subscribed to every subject, and a silent client of the relay socket) that notes, on the
+  subscribed to the Pi's submit subject and the reply inboxes, and a silent client of the
+  relay socket) that notes, on the
   monotonic clock all processes share, when each submit passes NATS, when the relay sends its
   submit-result, and when the reply passes NATS: each hop's p50 (approximate: the tap is one
   more process on the same CPUs; a submit in which it saw a mark late is left out).
@@ -383,7 +384,8 @@ def round_trip(
         with workers() as pool:
             forwarder = start(pool, "forwarders", {"url": url, "hosts": {PI_HOST: str(relays)}})
             forwarder.read()
-            tap = start(pool, "tap", {"url": url, "socket": str(pi.socket_path)})
+            tap_job = {"url": url, "socket": str(pi.socket_path), "host": PI_HOST, "pid": pi.pid}
+            tap = start(pool, "tap", tap_job)
             tap.read()
             bridge = start(pool, "rtt", {**job, "url": url, "host": PI_HOST, "pid": pi.pid})
             bridge.read(300)  # warmed up

@@ -51,7 +51,12 @@ from pi_ask_sdk import (  # noqa: E402
     FlowView,
     SubmitRejected,
 )
-from pi_ask_sdk.fleet import Fleet, Forwarder, NatsTransport  # noqa: E402  (the fleet's API)
+from pi_ask_sdk.fleet import (  # noqa: E402  (the fleet's API)
+    Fleet,
+    FleetNames,
+    Forwarder,
+    NatsTransport,
+)
 from pi_ask_sdk.serving import serve  # noqa: E402  (the fleet's API)
 from pi_ask_sdk.testing import UncheckedAnswer, unchecked_answer  # noqa: E402
 from pi_ask_sdk.transports.relay import RelayTransport  # noqa: E402
@@ -86,6 +91,13 @@ async def serve_fleet(fleet: Fleet, handler: Handler, stop: asyncio.Event) -> No
         await handler(client)
 
     await serve(per_pi, fleet, stop=stop)
+
+
+def submit_subjects(host: str, pid: int) -> list[str]:
+    """Where a Pi's submits go on NATS and where their replies come back (a bridge's inbox),
+    for the tap: watching only these leaves every other subject's "no responders" answer as
+    it is (the fleet tells by it that no forwarder listens)."""
+    return [FleetNames().submit(host, pid), "_INBOX.>"]
 
 
 @contextlib.asynccontextmanager
@@ -463,7 +475,9 @@ async def tap_worker(job: dict[str, Any]) -> None:
     marks = [("request", b'"response":'), ("reply", b'"requestId":|"ok":')]
     nats_tap, _ = await loop.create_connection(lambda: Tap(events, marks), host, int(port))
     nats_tap.write(b'CONNECT {"verbose":false,"pedantic":false,"name":"bench tap"}\r\n')
-    nats_tap.write(b"SUB > 1\r\nPING\r\n")
+    for sid, subject in enumerate(submit_subjects(job["host"], int(job["pid"])), 1):
+        nats_tap.write(f"SUB {subject} {sid}\r\n".encode())
+    nats_tap.write(b"PING\r\n")
     relay_marks = [("result", b"submit-result")]
     relay, _ = await loop.create_unix_connection(lambda: Tap(events, relay_marks), job["socket"])
     say({"ready": {"pid": os.getpid()}})
