@@ -1,36 +1,61 @@
-"""Benchmark of the fleet over NATS JetStream: round trip, 50 hosts under load, forwarder memory.
+"""Benchmark of the fleet over NATS: a real Pi's round trip, one bridge's forms/s, 50 hosts under
+load, a replica group, CPU per form, forwarder memory.
 
 Run: ``python bench/fleet.py`` (``--quick`` for a short run; ``--smoke`` a short run that
 prints the verdicts but exits 0 on a miss, as CI runs it). Needs nats-py and nats-server
-(``pip install 'pi-ask-sdk[nats-test]'``). A real ``nats-server -js`` with its store on disk
-(file storage, the fleet's default) runs on 127.0.0.1; every side is a process of its own
-(``bench/fleet_workers.py``), GC on everywhere. A host is a ``FakeRelay`` (tests/relay): a
-real ``pi_ask_core.FlowHost`` behind a real relay socket, speaking the relay's protocol, with
-the real ``Forwarder`` following it. One run prints:
+(``pip install 'pi-ask-sdk[nats-test]'``) and Pi 1.6.0 (``bash scripts/install-pi.sh``; found in
+``$PI_ASK_PI_CACHE`` if set, else in tests/integration where that script puts it). A real
+``nats-server -js`` with its store on disk (file storage, the fleet's default) runs on
+127.0.0.1; every side is a process of its own (``bench/fleet_workers.py``), GC on everywhere.
+CPU times are each process's time on a CPU (all its threads, from ``/proc``), read by this
+process around the measured part only. One run prints:
 
-* **round trip**: one submit, bridge -> NATS -> forwarder -> relay -> host -> back, p50/p99:
+* **round trip with a real Pi**: a real Pi 1.6.0 with the relay loaded (and the stand-in host,
+  whose decisions a thread of this process makes, as in bench/relay.py); one forwarder follows
+  its relay directory. The fleet side times what a bridge's call does: build the answer and
   ``await client.respond(flow, answer)`` through ``BridgeClient`` over ``NatsTransport``
-  (each submit refused as ``invalid_answer``, so the form stays open and every submit meets
-  the same state; the forms are opened beforehand). Beside it, the floor measured in the same
-  run, as two parts added: a raw NATS request/reply with a submit-sized body (nats-py's
-  ``request``, a responder in the host's process) and the local relay round trip (the bare
-  asyncio client of bench/relay_floor.py, the same bytes on the same relay). Sides take turns
-  over several rounds, never two at once, in alternating order. Target: p50 <= 1.5x the floor.
-* **50 hosts**: 50 simulated hosts in one process (each its relay and its own ``Forwarder``
-  with its own NATS connection), and ONE bridge (``serve(handler, fleet)``, a handler
-  answering each form with an explicit value) in another. Forms are opened at a fixed
-  offered rate, round robin over the hosts (open loop: a slow fleet cannot slow the arrivals
-  down), each timed from ``FlowHost.start`` to its ``completed`` at the host. Sustained:
-  every form answered, and the answers kept up (the last came within 1 s of the last
-  opening). Targets: 500 forms/s sustained with p99 <= 50 ms. As context, the most forms/s
-  with 100 open at any time (closed loop).
+  (bridge -> NATS -> forwarder -> relay -> Pi -> back). Each submit is refused as
+  ``invalid_answer``, so the form stays open and every submit meets the same state (the forms
+  are opened beforehand, untimed). The floor, measured in the same run, is two parts: a raw
+  NATS request/reply with a submit-sized body (nats-py's ``request`` against a responder
+  process), and the SDK's own round trip over the relay alone to the same Pi (``BridgeClient``
+  over ``RelayTransport``, the same submits). Each side runs alone (its own processes, started
+  for it: no forwarder is connected while the relay part measures), the sides take turns over
+  several rounds in alternating order, each after an untimed warm-up. The floor's percentiles
+  are those of the two parts in turn: every pair of their samples summed (a NATS round trip
+  then a relay round trip); the sum of the two parts' own percentiles, a looser floor, is
+  printed beside it. Targets: p50 <= 1.5x and p99 <= 2x the floor. Beside it, where the time
+  goes: the CPU time per submit of every process on each side's path, and the hops of one more
+  fleet round (not in the figures above) watched by a tap (a plain NATS protocol reader
+  subscribed to the Pi's submit subject and the reply inboxes, and a silent client of the
+  relay socket) that notes, on the
+  monotonic clock all processes share, when each submit passes NATS, when the relay sends its
+  submit-result, and when the reply passes NATS: each hop's p50 (approximate: the tap is one
+  more process on the same CPUs; a submit in which it saw a mark late is left out).
+* **one bridge, closed loop**: ``HOSTS`` simulated hosts, each a ``FakeRelay`` (tests/relay: a
+  real ``pi_ask_core.FlowHost`` behind a real relay socket, speaking the relay's protocol) in
+  one process; their ``HOSTS`` forwarders (each its own NATS connection) in another; ONE
+  bridge (``Fleet`` serving every Pi, a handler answering each form with an explicit value) in
+  a third. ``CLOSED_INFLIGHT`` forms open at any time, a new one opened as one completes; forms
+  per second, and each process's CPU time per form. Target: >= 2,000 forms/s.
+* **50 hosts, open loop**: the same fleet; forms opened at ``LOAD_RATE_TARGET`` per second,
+  round robin over the hosts (open loop: a slow fleet cannot slow the arrivals down), each
+  timed from ``FlowHost.start`` to its ``completed`` at the host. Sustained: every form
+  answered, and the answers kept up (the last came within 1 s of the last opening). Targets:
+  1,000 forms/s sustained with p99 <= 50 ms.
+* **a replica group**: the same hosts (``GROUP_HOSTS`` of them), bridges in one replica group
+  (``Fleet(url, group=...)``), each a process, each working on at most ``GROUP_CAPACITY``
+  forms at once (over all its Pis), ``GROUP_THINK_S`` each (a bridge's own work: asking a
+  model or a person; on 2 cores a CPU-bound handler would measure the machine, not the
+  sharing); forms per second with ``GROUP_INFLIGHT`` open, one replica then three. Target:
+  three answer >= 2.5x one's forms/s. Until ``Fleet`` takes ``group=``, it says "not
+  measured", and that is a miss.
 * **forwarder memory**: one forwarder in a process of its own, one relay, one bridge;
-  ``WARM_FORMS`` forms (more than its bounded ledger holds), then RSS, gc-tracked
-  objects and the bytes tracemalloc traces (tracing since the process started) before and
-  after ``MEMORY_FORMS`` more. Targets (flat): RSS grows <= ``RSS_TARGET_KIB`` KiB (2 MiB:
-  allocator noise, not a leak; a leak of 200 bytes a form would be 2 MiB here), and the
-  traced bytes grow <= ``TRACED_TARGET_B_PER_FORM`` bytes per form (one leaked small object
-  per form is 50 or more).
+  ``WARM_FORMS`` forms, then RSS, gc-tracked objects and the bytes tracemalloc traces (tracing
+  since the process started) before and after ``MEMORY_FORMS`` more. Targets (flat): RSS grows
+  <= ``RSS_TARGET_KIB`` KiB (2 MiB: allocator noise, not a leak; a leak of 200 bytes a form
+  would be 2 MiB here), and the traced bytes grow <= ``TRACED_TARGET_B_PER_FORM`` bytes per
+  form (one leaked small object per form is 50 or more).
 
 Exit status 1 names every missed target.
 """
@@ -38,6 +63,7 @@ Exit status 1 names every missed target.
 from __future__ import annotations
 
 import argparse
+import bisect
 import contextlib
 import json
 import os
@@ -47,7 +73,7 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -59,23 +85,41 @@ import msgspec  # noqa: E402
 
 from pi_ask_core import SubmitEvent  # noqa: E402
 from pi_ask_sdk.testing.nats_server import NatsServer  # noqa: E402
+from pi_ask_sdk.testing.realpi import (  # noqa: E402
+    PiEnv,
+    PiNotInstalled,
+    locate_pi,
+    make_private_dir,
+    running_pi,
+    single_question,
+)
 
 WORKERS = Path(__file__).resolve().parent / "fleet_workers.py"
-RELAY_FLOOR = Path(__file__).resolve().parent / "relay_floor.py"
 EMIT = b'{"type":"emit","channel":"pi-agent-ask:submit","data":'
+PI_DIR = ROOT / "tests" / "integration"
+PI_HOST = "bench-pi"
 
-RTT_RATIO_TARGET = 1.5
-LOAD_RATE_TARGET = 500.0
+RTT_P50_TARGET = 1.5
+RTT_P99_TARGET = 2.0
+CLOSED_RATE_TARGET = 2000.0
+LOAD_RATE_TARGET = 1000.0
 LOAD_P99_TARGET_MS = 50.0
+GROUP_TARGET = 2.5
 RSS_TARGET_KIB = 2048.0
 TRACED_TARGET_B_PER_FORM = 16.0
 RT_FORMS = 10
 HOSTS = 50
+CLOSED_INFLIGHT = 200
+GROUP_HOSTS = 10
+GROUP_INFLIGHT = 100
+GROUP_REPLICAS = 3
+GROUP_THINK_S = 0.1
+GROUP_CAPACITY = 10
 WARM_FORMS = 10_000
-"""Untimed forms before the memory is measured: more than twice what a forwarder's link's
-ledger holds (4,096 answered submits), so what it keeps by design (its entries, and its
-dict's table once churning entries made it resize) is in the baseline and only growth beyond
-it shows."""
+"""Untimed forms before the memory is measured: more than twice the answered submits a
+forwarder keeps for repeats (4,096), so what it keeps by design (its entries, and its dict's
+table once churning entries made it resize) is in the baseline and only growth beyond it
+shows."""
 MEMORY_FORMS = 10_000
 
 
@@ -85,8 +129,40 @@ def percentile(samples: list[float], q: float) -> float:
     return ordered[index]
 
 
+def summed(a: list[float], b: list[float], points: int = 400) -> list[float]:
+    """Every pair of ``points`` evenly spaced quantiles of ``a`` and of ``b``, summed: the
+    distribution of one ``a`` then one ``b``, taken independently."""
+    qa = [percentile(a, i / (points - 1)) for i in range(points)]
+    qb = [percentile(b, i / (points - 1)) for i in range(points)]
+    return [x + y for x in qa for y in qb]
+
+
 def verdict(ok: bool) -> str:
     return "met" if ok else "MISSED"
+
+
+def cpu_seconds(pid: int) -> float:
+    """Process ``pid``'s CPU time so far, all its threads (``/proc/<pid>/task/*/schedstat``: in
+    nanoseconds, where ``/proc/<pid>/stat`` counts clock ticks of 10 ms)."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError):  # a thread that ended
+            total += int((task / "schedstat").read_text().split()[0])
+    return total / 1e9
+
+
+class Cpu:
+    """The CPU time of named processes from now on: ``per(count)`` in microseconds each."""
+
+    def __init__(self, pids: dict[str, int]) -> None:
+        self.pids = pids
+        self.start = {name: cpu_seconds(pid) for name, pid in pids.items()}
+
+    def per(self, count: int) -> dict[str, float]:
+        return {
+            name: (cpu_seconds(pid) - self.start[name]) * 1e6 / max(1, count)
+            for name, pid in self.pids.items()
+        }
 
 
 class Worker:
@@ -101,6 +177,7 @@ class Worker:
             stderr=subprocess.PIPE,
             cwd=ROOT,
         )
+        self.pid = self.process.pid
         self._buffer = b""
 
     def read(self, timeout: float = 120.0) -> dict[str, Any]:
@@ -116,6 +193,7 @@ class Worker:
                 continue
             chunk = os.read(fd, 1 << 20)
             if not chunk:
+                self.process.wait(10)
                 raise RuntimeError(f"the {self.role} worker ended:\n{self.stderr()}")
             self._buffer += chunk
         line, self._buffer = self._buffer.split(b"\n", 1)
@@ -153,120 +231,240 @@ class Worker:
             )
 
 
-def run_once(role: str, job: dict[str, Any], timeout: float = 300.0) -> dict[str, Any]:
-    """A measuring process: its one JSON line."""
-    worker = Worker(role, job)
+@contextlib.contextmanager
+def workers() -> Iterator[list[Worker]]:
+    """Workers started inside are stopped on the way out, the last started first; on a failure
+    inside, the first failure is the one raised."""
+    started: list[Worker] = []
     try:
-        return worker.read(timeout)
-    finally:
+        yield started
+    except BaseException:
+        for worker in reversed(started):
+            with contextlib.suppress(Exception):
+                worker.stop()
+        raise
+    for worker in reversed(started):
         worker.stop()
 
 
-# --- round trip ---------------------------------------------------------------------------------
+def start(pool: list[Worker], role: str, job: dict[str, Any]) -> Worker:
+    worker = Worker(role, job)
+    pool.append(worker)
+    return worker
+
+
+# --- round trip with a real Pi -------------------------------------------------------------------
 
 
 class Side:
+    """One side's timed round trips (seconds) and its processes' CPU per round trip (us)."""
+
     def __init__(self) -> None:
         self.samples: list[float] = []
-        self.cpu: list[float] = []
+        self.cpu: dict[str, list[float]] = {}
 
-    def add(self, result: dict[str, Any]) -> None:
-        self.samples += [float(s) for s in result["samples"]]
-        self.cpu.append(float(result["gc"]["cpu_us_per_rt"]))
+    def add(self, samples: list[float], cpu: dict[str, float]) -> None:
+        self.samples += samples
+        for name, us in cpu.items():
+            self.cpu.setdefault(name, []).append(us)
 
     def ms(self, q: float) -> float:
         return percentile(self.samples, q) * 1e3
 
-
-def floor_lines(flow_ids: list[str], count: int, prefix: str) -> list[str]:
-    """Submits as the relay floor writes them: one refused answer per form, in turn."""
-    lines: list[str] = []
-    for n in range(count):
-        flow_id = flow_ids[n % len(flow_ids)]
-        rid = f"{prefix}-{uuid.uuid4().hex}"
-        event = SubmitEvent(request_id=rid, flow_id=flow_id, response=_REFUSED)
-        lines.append((EMIT + msgspec.json.encode(event) + b"}\n").decode())
-    return lines
+    def cpu_line(self) -> str:
+        return ", ".join(f"{name} {statistics.mean(us):.0f}" for name, us in self.cpu.items())
 
 
-_REFUSED: Any = {"kind": "answer", "mode": "submit", "answers": {"q": {"values": ["nope"]}}}
+def timed(worker: Worker, pids: dict[str, int]) -> tuple[list[float], dict[str, float]]:
+    """A timed worker's round trips, and the CPU per round trip of ``pids`` meanwhile."""
+    worker.read(300)  # warmed up
+    cpu = Cpu(pids)
+    worker.send({"command": "go"})
+    result = worker.read(300)
+    samples = [float(s) for s in result["samples"]]
+    return samples, cpu.per(len(samples))
 
 
-def round_trip(url: str, base: Path, rounds: int, count: int, warm: int) -> tuple[Side, Side, Side]:
-    host = Worker("host", {"url": url, "dir": str(base / "rt"), "hosts": 1, "forms": RT_FORMS})
-    try:
-        ready = host.read()["ready"]
-        [(host_id, socket)] = ready["hosts"].items()
-        flow_ids = ready["forms"][host_id]
-        size = len(floor_lines(flow_ids, 1, "sizing")[0])
-        fleet, nats_floor, relay_floor = Side(), Side(), Side()
-        rtt_job = {
-            "url": url,
-            "host": host_id,
-            "pid": ready["pid"],
-            "forms": flow_ids,
-            "warm": warm,
-            "count": count,
-        }
-        nats_job = {"url": url, "size": size, "warm": warm, "count": count}
+def submit_size(flow_id: str) -> int:
+    """The bytes of one of the timed submits as the relay gets it (a submit-sized body)."""
+    response: Any = {"kind": "answer", "mode": "submit", "answers": {"q": {"values": ["nope"]}}}
+    rid = f"bridge-{os.urandom(16).hex()}"  # as long as the client's default request ids
+    event = SubmitEvent(request_id=rid, flow_id=flow_id, response=response)
+    return len(EMIT + msgspec.json.encode(event) + b"}\n")
+
+
+HOPS = (
+    "bridge -> NATS -> the submit on NATS",
+    "-> forwarder -> relay -> Pi -> the relay's submit-result",
+    "-> forwarder -> the reply on NATS",
+    "-> NATS -> the bridge has the outcome",
+)
+
+
+def segments(
+    starts: list[float], samples: list[float], events: list[tuple[str, float]]
+) -> list[list[float]]:
+    """Each timed submit cut where the tap saw, inside it, its ``request``, then the relay's
+    ``result``, then its ``reply`` (``HOPS``; seconds). A submit in which the tap saw one of
+    them late (after the bridge had its outcome: the tap is a process like the others, and
+    may be off a CPU when the bytes come) is left out; how many were kept is printed."""
+    events.sort(key=lambda event: event[1])
+    times = [t for _, t in events]
+    out: list[list[float]] = [[], [], [], []]
+    for begun, took in zip(starts, samples, strict=True):
+        ended = begun + took
+        marks = [begun]
+        wanted = ["request", "result", "reply"]
+        for kind, at in events[
+            bisect.bisect_left(times, begun) : bisect.bisect_right(times, ended)
+        ]:
+            if wanted and kind == wanted[0]:  # (a reply of the submit before, seen late: skipped)
+                marks.append(at)
+                wanted.pop(0)
+        if not wanted:
+            marks.append(ended)
+            for n in range(4):
+                out[n].append(marks[n + 1] - marks[n])
+    return out
+
+
+def find_pi() -> PiEnv:
+    """Pi 1.6.0 from ``$PI_ASK_PI_CACHE``, else from tests/integration (scripts/install-pi.sh)."""
+    cache = os.environ.get("PI_ASK_PI_CACHE")
+    return locate_pi("current", Path(cache) if cache else PI_DIR)
+
+
+def round_trip(
+    env: PiEnv, server: NatsServer, base: Path, rounds: int, count: int, warm: int
+) -> tuple[PiEnv, Side, Side, Side, int, list[list[float]]]:
+    relays = make_private_dir(base / "rt-relays")
+    url = server.url
+    assert server.process is not None
+    broker = server.process.pid
+    with running_pi(env, base / "rt-pi", relay_dir=relays, shared_tmp=base / "pitmp") as pi:
+        ids = [pi.open_form(single_question()) for _ in range(RT_FORMS)]
+        size = submit_size(ids[0])
+        fleet, nats_part, relay_part = Side(), Side(), Side()
+        job = {"forms": ids, "warm": warm, "count": count}
+        here = os.getpid()  # the stand-in host's thread
         for n in range(rounds):
-            relay_job = {
-                "socket": socket,
-                "warm": floor_lines(flow_ids, warm, "floorw"),
-                "lines": floor_lines(flow_ids, count, "floort"),
-            }
             order = ["fleet", "nats", "relay"]
             for side in order if n % 2 == 0 else order[::-1]:
-                if side == "fleet":
-                    fleet.add(run_once("rtt", rtt_job))
-                elif side == "nats":
-                    nats_floor.add(run_once("nats", nats_job))
-                else:
-                    done = subprocess.run(
-                        [sys.executable, str(RELAY_FLOOR)],
-                        input=json.dumps(relay_job),
-                        capture_output=True,
-                        text=True,
-                        timeout=300,
-                        check=False,
-                        cwd=ROOT,
-                    )
-                    if done.returncode != 0:
-                        raise RuntimeError(f"the relay floor failed:\n{done.stderr}")
-                    relay_floor.add(json.loads(done.stdout))
-        return fleet, nats_floor, relay_floor
-    finally:
-        host.stop()
+                with workers() as pool:
+                    if side == "fleet":
+                        forwarder = start(
+                            pool, "forwarders", {"url": url, "hosts": {PI_HOST: str(relays)}}
+                        )
+                        forwarder.read()
+                        bridge = start(
+                            pool, "rtt", {**job, "url": url, "host": PI_HOST, "pid": pi.pid}
+                        )
+                        pids = {
+                            "bridge": bridge.pid,
+                            "forwarder": forwarder.pid,
+                            "nats-server": broker,
+                            "Pi": pi.pid,
+                            "stand-in": here,
+                        }
+                        fleet.add(*timed(bridge, pids))
+                    elif side == "nats":
+                        echo = start(pool, "echo", {"url": url})
+                        echo.read()
+                        asker = start(pool, "nats", {**job, "url": url, "size": size})
+                        pids = {
+                            "requester": asker.pid,
+                            "responder": echo.pid,
+                            "nats-server": broker,
+                        }
+                        nats_part.add(*timed(asker, pids))
+                    else:
+                        bridge = start(pool, "relay", {**job, "socket": str(pi.socket_path)})
+                        pids = {"bridge": bridge.pid, "Pi": pi.pid, "stand-in": here}
+                        relay_part.add(*timed(bridge, pids))
+        with workers() as pool:
+            forwarder = start(pool, "forwarders", {"url": url, "hosts": {PI_HOST: str(relays)}})
+            forwarder.read()
+            tap_job = {"url": url, "socket": str(pi.socket_path), "host": PI_HOST, "pid": pi.pid}
+            tap = start(pool, "tap", tap_job)
+            tap.read()
+            bridge = start(pool, "rtt", {**job, "url": url, "host": PI_HOST, "pid": pi.pid})
+            bridge.read(300)  # warmed up
+            bridge.send({"command": "go"})
+            tapped = bridge.read(300)
+            events = [(str(k), float(t)) for k, t in tap.ask({"command": "report"})["events"]]
+        for flow_id in ids:
+            pi.cancel_form(flow_id)
+    hops = segments(tapped["starts"], tapped["samples"], events)
+    return env, fleet, nats_part, relay_part, size, hops
 
 
-# --- 50 hosts -----------------------------------------------------------------------------------
+# --- one bridge: closed loop, 50 hosts, a replica group ----------------------------------------
 
 
-def fifty_hosts(
-    url: str, base: Path, rate: float, seconds: float, loop_forms: int
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    host = Worker("host", {"url": url, "dir": str(base / "load"), "hosts": HOSTS})
-    bridge: Worker | None = None
-    try:
-        host.read()
-        bridge = Worker("serve", {"url": url})
-        bridge.read()
-        # Warm-up: every host's form answered proves the bridge serves all 50 Pis.
-        warm = host.ask({"command": "loop", "forms": 4 * HOSTS, "inflight": HOSTS}, 180)
-        if warm["completed"] != 4 * HOSTS:
-            raise RuntimeError(f"warm-up: {warm}")
-        loaded = host.ask({"command": "load", "rate": rate, "seconds": seconds}, 180)
-        most = host.ask({"command": "loop", "forms": loop_forms, "inflight": 100}, 300)
-    except BaseException:
-        for worker in (bridge, host):  # the first failure is the one to see
-            if worker is not None:
-                with contextlib.suppress(Exception):
-                    worker.stop()
-        raise
-    if bridge is not None:
-        bridge.stop()
-    host.stop()
-    return loaded, most
+def fleet_load(
+    server: NatsServer, base: Path, rate: float, seconds: float, loop_forms: int, group_forms: int
+) -> dict[str, Any]:
+    """The closed loop, the open loop and the replica group, on one fleet of ``HOSTS`` hosts."""
+    url = server.url
+    assert server.process is not None
+    out: dict[str, Any] = {}
+    with workers() as pool:
+        hosts = start(pool, "hosts", {"dir": str(base / "load"), "hosts": HOSTS})
+        dirs = hosts.read()["ready"]["hosts"]
+        forwarders = start(pool, "forwarders", {"url": url, "hosts": dirs})
+        forwarders.read()
+        hosts.ask({"command": "connected"})
+        with workers() as bridges:
+            bridge = start(bridges, "serve", {"url": url})
+            bridge.read()
+            # Warm-up: every host's form answered proves the bridge serves all 50 Pis.
+            warm = hosts.ask({"command": "loop", "forms": 4 * HOSTS, "inflight": HOSTS}, 180)
+            if warm["completed"] != 4 * HOSTS:
+                raise RuntimeError(f"warm-up: {warm}")
+            pids = {
+                "bridge": bridge.pid,
+                "forwarders": forwarders.pid,
+                "hosts": hosts.pid,
+                "nats-server": server.process.pid,
+            }
+            cpu = Cpu(pids)
+            command = {"command": "loop", "forms": loop_forms, "inflight": CLOSED_INFLIGHT}
+            out["closed"] = hosts.ask(command, 600)
+            out["closed_cpu"] = cpu.per(int(out["closed"]["completed"]))
+            out["open"] = hosts.ask({"command": "load", "rate": rate, "seconds": seconds}, 180)
+        if has_groups():
+            out["group"] = [
+                group_rate(hosts, url, replicas, group_forms) for replicas in (1, GROUP_REPLICAS)
+            ]
+    return out
+
+
+def has_groups() -> bool:
+    done = subprocess.run(
+        [sys.executable, str(WORKERS), "has-groups"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        cwd=ROOT,
+    )
+    return bool(json.loads(done.stdout)["groups"])
+
+
+def group_rate(hosts: Worker, url: str, replicas: int, forms: int) -> float:
+    """Forms/s of ``replicas`` bridges of one replica group, closed loop on ``GROUP_HOSTS``."""
+    group = f"bench-{replicas}-{os.urandom(3).hex()}"
+    job = {"url": url, "group": group, "think": GROUP_THINK_S, "capacity": GROUP_CAPACITY}
+    with workers() as bridges:
+        for _ in range(replicas):
+            start(bridges, "serve", job)
+        for bridge in bridges:
+            bridge.read()
+        warm = {"command": "loop", "forms": 4 * GROUP_HOSTS, "inflight": GROUP_HOSTS}
+        hosts.ask({**warm, "hosts": GROUP_HOSTS}, 180)
+        command = {"command": "loop", "forms": forms, "inflight": GROUP_INFLIGHT}
+        done = hosts.ask({**command, "hosts": GROUP_HOSTS}, 600)
+    return float(done["completed"]) / float(done["seconds"])
 
 
 # --- forwarder memory ---------------------------------------------------------------------------
@@ -277,74 +475,99 @@ def forwarder_memory(
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The forwarder's memory before and after ``forms`` forms (after ``warm`` forms)."""
     directory = base / ("mem-traced" if trace else "mem")
-    host = Worker("host", {"url": url, "dir": str(directory), "hosts": 1, "forwarders": False})
-    forwarder: Worker | None = None
-    bridge: Worker | None = None
-    try:
-        ready = host.read()["ready"]
-        [(host_id, _)] = ready["hosts"].items()
-        job = {"url": url, "host": host_id, "dir": str(directory / host_id), "trace": trace}
-        forwarder = Worker("forwarder", job)
+    with workers() as pool:
+        hosts = start(pool, "hosts", {"dir": str(directory), "hosts": 1})
+        dirs = hosts.read()["ready"]["hosts"]
+        forwarder = start(pool, "forwarders", {"url": url, "hosts": dirs, "trace": trace})
         forwarder.read()
-        bridge = Worker("serve", {"url": url})
-        bridge.read()
-        host.ask({"command": "loop", "forms": warm, "inflight": 20}, 600)
+        hosts.ask({"command": "connected"})
+        start(pool, "serve", {"url": url}).read()
+        hosts.ask({"command": "loop", "forms": warm, "inflight": 20}, 600)
         before = forwarder.ask({"command": "memory"})
-        host.ask({"command": "loop", "forms": forms, "inflight": 20}, 900)
+        hosts.ask({"command": "loop", "forms": forms, "inflight": 20}, 900)
         after = forwarder.ask({"command": "memory"})
-        return before, after
-    finally:
-        for worker in (bridge, forwarder, host):
-            if worker is not None:
-                worker.stop()
+    return before, after
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--quick", action="store_true", help="small counts, for a short run")
-    parser.add_argument(
-        "--smoke", action="store_true", help="--quick, and exit 0 on a missed target (CI)"
-    )
-    args = parser.parse_args(argv)
-    quick = args.quick or args.smoke
-    rounds, count, warm = (2, 100, 100) if quick else (4, 500, 500)
-    seconds, loop_forms = (2.0, 500) if quick else (10.0, 3000)
-    mem_warm, mem_forms = (9000, 1000) if quick else (WARM_FORMS, MEMORY_FORMS)
+# --- the report ---------------------------------------------------------------------------------
+
+
+def report_round_trip(
+    env: PiEnv, fleet: Side, nats_part: Side, relay_part: Side, size: int, hops: list[list[float]]
+) -> list[str]:
     missed: list[str] = []
-    with tempfile.TemporaryDirectory(prefix="pifleet") as tmp:
-        base = Path(tmp)
-        server = NatsServer(base / "jetstream")
-        server.start()
-        try:
-            fleet, nats_floor, relay_floor = round_trip(server.url, base, rounds, count, warm)
-            loaded, most = fifty_hosts(server.url, base, LOAD_RATE_TARGET, seconds, loop_forms)
-            before, after = forwarder_memory(server.url, base, mem_warm, mem_forms, trace=False)
-            traced_before, traced_after = forwarder_memory(
-                server.url, base, mem_warm, mem_forms, trace=True
-            )
-        finally:
-            server.stop()
-
+    floor = summed(nats_part.samples, relay_part.samples)
     p50f, p99f = fleet.ms(0.5), fleet.ms(0.99)
-    p50n, p99n = nats_floor.ms(0.5), nats_floor.ms(0.99)
-    p50r, p99r = relay_floor.ms(0.5), relay_floor.ms(0.99)
-    floor50 = p50n + p50r
-    ratio = p50f / floor50
-    ok_rtt = ratio <= RTT_RATIO_TARGET
-    print(f"round trip, {len(fleet.samples)} submits per side, GC on (ms):")
+    p50n, p99n = nats_part.ms(0.5), nats_part.ms(0.99)
+    p50r, p99r = relay_part.ms(0.5), relay_part.ms(0.99)
+    floor50, floor99 = percentile(floor, 0.5) * 1e3, percentile(floor, 0.99) * 1e3
+    ratio50, ratio99 = p50f / floor50, p99f / floor99
+    ok50, ok99 = ratio50 <= RTT_P50_TARGET, ratio99 <= RTT_P99_TARGET
     print(
-        f"  fleet (respond via BridgeClient/NatsTransport)  p50 {p50f:.3f}  p99 {p99f:.3f}"
-        f"  cpu/rt {statistics.mean(fleet.cpu):.0f} us"
+        f"round trip with a real Pi ({env.version}, {env.flavour}), {len(fleet.samples)} submits"
+        " per side, GC on (ms):"
     )
-    print(f"  floor: NATS request/reply                       p50 {p50n:.3f}  p99 {p99n:.3f}")
-    print(f"  floor: relay round trip (bare asyncio)          p50 {p50r:.3f}  p99 {p99r:.3f}")
+    rows = [
+        ("fleet (BridgeClient/NatsTransport -> NATS -> forwarder -> relay -> Pi)", p50f, p99f),
+        (f"floor part: raw NATS request/reply ({size} B body)", p50n, p99n),
+        ("floor part: SDK over the relay alone (BridgeClient/RelayTransport)", p50r, p99r),
+        ("floor: the two parts in turn", floor50, floor99),
+    ]
+    for name, p50, p99 in rows:
+        print(f"  {name:<72} p50 {p50:.3f}  p99 {p99:.3f}")
     print(
-        f"  fleet/floor p50 ratio {ratio:.2f} (floor p50 {floor50:.3f} ms; target <= "
-        f"{RTT_RATIO_TARGET}) {verdict(ok_rtt)}"
+        f"    (the sums of the two parts' percentiles, a looser floor: p50 {p50n + p50r:.3f}"
+        f"  p99 {p99n + p99r:.3f})"
     )
-    if not ok_rtt:
-        missed.append(f"round trip p50 {ratio:.2f}x the floor > {RTT_RATIO_TARGET}x")
+    print(
+        f"  fleet/floor p50 ratio {ratio50:.2f} (target <= {RTT_P50_TARGET}) {verdict(ok50)}; "
+        f"p99 ratio {ratio99:.2f} (target <= {RTT_P99_TARGET}) {verdict(ok99)}"
+    )
+    print(f"  cpu per submit (us): fleet: {fleet.cpu_line()}")
+    print(f"                       relay alone: {relay_part.cpu_line()}")
+    print(f"                       NATS alone: {nats_part.cpu_line()}")
+    print(
+        f"  where the fleet's p50 goes: the relay part {p50r:.3f} + the NATS part {p50n:.3f} +"
+        f" the fleet's own work {p50f - p50r - p50n:+.3f} ms"
+    )
+    if hops[0]:
+        print(
+            f"  per hop, p50 of each (another round, a tap on NATS and on the relay, {len(hops[0])}"
+            " submits; ms):"
+        )
+        for name, took in zip(HOPS, hops, strict=True):
+            print(f"    {name:<58} {percentile(took, 0.5) * 1e3:.3f}")
+    else:
+        print("  per hop: the tap saw no submit whole")
+    if not ok50:
+        missed.append(f"round trip p50 {ratio50:.2f}x the floor > {RTT_P50_TARGET}x")
+    if not ok99:
+        missed.append(f"round trip p99 {ratio99:.2f}x the floor > {RTT_P99_TARGET}x")
+    return missed
 
+
+def report_load(load: dict[str, Any]) -> list[str]:
+    missed: list[str] = []
+    closed = load["closed"]
+    rate = float(closed["completed"]) / float(closed["seconds"])
+    ok_closed = rate >= CLOSED_RATE_TARGET
+    print(
+        f"one bridge, closed loop: {closed['completed']} forms, {CLOSED_INFLIGHT} open at once over"
+        f" {HOSTS} FakeRelay hosts: {rate:.0f} forms/s (target >= {CLOSED_RATE_TARGET:g}/s)"
+        f" {verdict(ok_closed)}"
+    )
+    half, whole = float(closed["half_seconds"]), float(closed["seconds"])
+    halves = int(closed["completed"]) // 2
+    cpu = load["closed_cpu"]
+    print("  cpu per form (us): " + ", ".join(f"{name} {us:.0f}" for name, us in cpu.items()))
+    print(
+        f"  first half {halves / half:.0f} forms/s, second half"
+        f" {(int(closed['completed']) - halves) / (whole - half):.0f} forms/s"
+    )
+    if not ok_closed:
+        missed.append(f"one bridge {rate:.0f} forms/s < {CLOSED_RATE_TARGET:g}")
+
+    loaded = load["open"]
     latencies = [float(x) for x in loaded["latencies"]]
     answered = len(latencies)
     opened = int(loaded["opened"])
@@ -367,15 +590,40 @@ def main(argv: list[str] | None = None) -> int:
         f"{max(latencies, default=0) * 1e3:.1f} ms (target p99 <= {LOAD_P99_TARGET_MS:g} ms) "
         f"{verdict(ok_p99)}"
     )
-    print(
-        f"  context: most forms/s with 100 open at once (closed loop): "
-        f"{most['completed'] / most['seconds']:.0f}/s over {most['completed']} forms"
-    )
     if not ok_rate:
         missed.append(f"{HOSTS} hosts: {achieved:.0f} forms/s < {LOAD_RATE_TARGET:g} sustained")
     if not ok_p99:
         missed.append(f"{HOSTS} hosts: p99 {p99l:.1f} ms > {LOAD_P99_TARGET_MS:g} ms")
 
+    group = load.get("group")
+    if group is None:
+        print("group: not measured (Fleet has no group yet)")
+        missed.append("group not measured")
+    else:
+        one, many = group
+        ratio = many / one
+        ok_group = ratio >= GROUP_TARGET
+        print(
+            f"group of {GROUP_REPLICAS} replicas: {many:.0f} forms/s, one replica {one:.0f}"
+            f" forms/s: {ratio:.2f}x (target >= {GROUP_TARGET}x; each replica works on at most"
+            f" {GROUP_CAPACITY} forms at once, {GROUP_THINK_S * 1e3:g} ms each;"
+            f" {GROUP_INFLIGHT} open over {GROUP_HOSTS} hosts)"
+            f" {verdict(ok_group)}"
+        )
+        if not ok_group:
+            missed.append(f"group of {GROUP_REPLICAS}: {ratio:.2f}x one replica < {GROUP_TARGET}x")
+    return missed
+
+
+def report_memory(
+    mem_forms: int,
+    mem_warm: int,
+    plain: tuple[dict[str, Any], dict[str, Any]],
+    traced_run: tuple[dict[str, Any], dict[str, Any]],
+) -> list[str]:
+    missed: list[str] = []
+    before, after = plain
+    traced_before, traced_after = traced_run
     rss = after["rss_kib"] - before["rss_kib"]
     objects = after["gc_objects"] - before["gc_objects"]
     traced = (traced_after["traced"] - traced_before["traced"]) / mem_forms
@@ -398,7 +646,39 @@ def main(argv: list[str] | None = None) -> int:
         missed.append(f"forwarder RSS +{rss:.0f} KiB > {RSS_TARGET_KIB:g}")
     if not ok_traced:
         missed.append(f"forwarder keeps {traced:.1f} B/form > {TRACED_TARGET_B_PER_FORM:g}")
+    return missed
 
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true", help="small counts, for a short run")
+    parser.add_argument(
+        "--smoke", action="store_true", help="--quick, and exit 0 on a missed target (CI)"
+    )
+    args = parser.parse_args(argv)
+    quick = args.quick or args.smoke
+    rounds, count, warm = (2, 100, 100) if quick else (4, 500, 500)
+    seconds, loop_forms, group_forms = (2.0, 1000, 150) if quick else (10.0, 10_000, 1500)
+    mem_warm, mem_forms = (9000, 1000) if quick else (WARM_FORMS, MEMORY_FORMS)
+    try:
+        env = find_pi()
+    except PiNotInstalled as exc:
+        print(f"bench/fleet.py needs Pi 1.6.0 (bash scripts/install-pi.sh): {exc}", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="pifleet") as tmp:
+        base = Path(tmp)
+        server = NatsServer(base / "jetstream")
+        server.start()
+        try:
+            sides = round_trip(env, server, base, rounds, count, warm)
+            load = fleet_load(server, base, LOAD_RATE_TARGET, seconds, loop_forms, group_forms)
+            plain = forwarder_memory(server.url, base, mem_warm, mem_forms, trace=False)
+            traced = forwarder_memory(server.url, base, mem_warm, mem_forms, trace=True)
+        finally:
+            server.stop()
+    missed = report_round_trip(*sides)
+    missed += report_load(load)
+    missed += report_memory(mem_forms, mem_warm, plain, traced)
     print("targets met" if not missed else "TARGETS MISSED: " + "; ".join(missed))
     if args.smoke and missed:
         print("(--smoke: targets are not enforced)")

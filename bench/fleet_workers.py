@@ -1,22 +1,23 @@
-"""The processes of bench/fleet.py: hosts (relays and forwarders), a lone forwarder, bridges.
+"""The processes of bench/fleet.py, one role each (``python bench/fleet_workers.py ROLE JOB``).
 
-Run by ``bench/fleet.py`` only (``python bench/fleet_workers.py ROLE JOB``, JOB a JSON object):
-each writes JSON lines on stdout (``{"ready": ...}`` first where it serves) and takes commands
-as JSON lines on stdin where it has any (end of input: stop). Every wait has a deadline.
+Each prints JSON lines on stdout and reads JSON commands on stdin (end of input: stop):
 
-Roles:
+* ``hosts``: simulated hosts in one process, each a ``FakeRelay`` (tests/relay: a real
+  ``pi_ask_core.FlowHost`` behind a real relay socket, in a directory of its own); opens forms
+  and times them (``load``: open loop; ``loop``: closed loop). No forwarder runs here.
+* ``forwarders``: one ``Forwarder`` per host, each following its host's relay directory, each
+  with its own NATS connection (``memory`` reports this process's memory).
+* ``serve``: one answering bridge for every Pi of the fleet (``answered`` reports its count).
+* ``echo``: a raw NATS responder, the far end of the NATS floor.
+* ``tap``: watches NATS and a relay socket, for the round trip's per-hop breakdown.
+* timed round trips, each in a process of its own: ``rtt`` (``BridgeClient`` over the fleet's
+  ``NatsTransport``), ``relay`` (``BridgeClient`` over ``RelayTransport``, straight to the Pi's
+  relay) and ``nats`` (raw request/reply). Each warms up, says ``{"warm": ...}``, waits for
+  ``go`` (so the parent reads every process's CPU time around the timed part only), then
+  times its round trips and says them.
 
-* ``host``: ``hosts`` simulated hosts in one process, each a ``FakeRelay`` (a real
-  ``pi_ask_core.FlowHost`` behind a real relay socket, speaking the relay's protocol) in a
-  directory of its own, and, with ``forwarders``, each its own ``Forwarder`` instance (its own
-  NATS connection, host id ``h00``, ``h01``, ...). Opens ``forms`` forms per host at once (the
-  round trip's forms), answers a NATS ``echo`` (the floor's responder), and on command runs an
-  open-loop load (``load``: forms at a fixed rate, round robin over the hosts, each timed from
-  ``FlowHost.start`` to its ``completed`` at the host) or a closed loop (``loop``).
-* ``forwarder``: one ``Forwarder`` alone (its memory is measured: ``measure``).
-* ``bridge``: ``rtt`` (a ``BridgeClient`` over ``NatsTransport``, timed ``respond`` calls),
-  ``nats`` (timed raw ``request``/reply, the floor), or ``serve`` (``Fleet.serve`` answering
-  every form of every Pi).
+Every use of the fleet's API is in the section "the fleet's API" below: the rest of the bench
+knows nothing of where the fleet's names live.
 """
 
 from __future__ import annotations
@@ -24,12 +25,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import inspect
 import json
 import os
 import sys
 import time
 import tracemalloc
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -42,11 +44,78 @@ from nats.aio.msg import Msg  # noqa: E402
 from relay_gc import GcWatch  # noqa: E402  (bench/, this script's directory)
 
 from pi_ask_core import COMPLETED, CompletedEvent  # noqa: E402
-from pi_ask_sdk import AnswerBuilder, BridgeClient, FlowView, SubmitRejected  # noqa: E402
-from pi_ask_sdk.fleet import Fleet, FleetPi, Forwarder  # noqa: E402
-from pi_ask_sdk.serving import serve  # noqa: E402
-from pi_ask_sdk.testing import unchecked_answer  # noqa: E402
+from pi_ask_sdk import (  # noqa: E402
+    AnswerBuilder,
+    BridgeClient,
+    ClientStream,
+    FlowView,
+    SubmitRejected,
+)
+from pi_ask_sdk.fleet import (  # noqa: E402  (the fleet's API)
+    Fleet,
+    FleetNames,
+    Forwarder,
+    NatsTransport,
+)
+from pi_ask_sdk.serving import serve  # noqa: E402  (the fleet's API)
+from pi_ask_sdk.testing import UncheckedAnswer, unchecked_answer  # noqa: E402
+from pi_ask_sdk.transports.relay import RelayTransport  # noqa: E402
 from tests.relay.fake_relay import FakeRelay  # noqa: E402
+
+# --- the fleet's API (with the imports marked above, the only lines that name it) -------------
+
+Handler = Callable[[BridgeClient], Awaitable[None]]
+
+
+def fleet_has_groups() -> bool:
+    """Whether ``Fleet`` takes ``group=`` (bridge replicas sharing the forms)."""
+    return "group" in inspect.signature(Fleet).parameters
+
+
+def open_fleet(url: str, group: str | None = None) -> Fleet:
+    """A bridge's fleet (an async context manager), in replica group ``group`` if given."""
+    grouped: dict[str, Any] = {} if group is None else {"group": group}
+    return Fleet(url, **grouped)
+
+
+async def fleet_transport(fleet: Fleet, host: str, pid: int) -> NatsTransport:
+    """The transport of Pi ``pid`` of ``host`` once the fleet knows that Pi."""
+    await fleet.wait_pi(host, pid, timeout=WAIT)
+    return fleet.transport(host, pid)
+
+
+async def serve_fleet(fleet: Fleet, handler: Handler, stop: asyncio.Event) -> None:
+    """Serve every Pi of the fleet with ``handler`` until ``stop`` is set."""
+
+    async def per_pi(client: BridgeClient, pi: object) -> None:
+        await handler(client)
+
+    await serve(per_pi, fleet, stop=stop)
+
+
+def submit_subjects(host: str, pid: int) -> list[str]:
+    """Where a Pi's submits go on NATS and where their replies come back (a bridge's inbox),
+    for the tap: watching only these leaves every other subject's "no responders" answer as
+    it is (the fleet tells by it that no forwarder listens)."""
+    return [FleetNames().submit(host, pid), "_INBOX.>"]
+
+
+@contextlib.asynccontextmanager
+async def forwarding(url: str, host_id: str, directory: Path) -> AsyncIterator[None]:
+    """A running forwarder of host ``host_id`` following the relays in ``directory``."""
+    forwarder = Forwarder(url, host_id=host_id, directory=directory)
+    await forwarder.open()
+    stop = asyncio.Event()
+    run = asyncio.get_running_loop().create_task(forwarder.run(stop))
+    try:
+        yield
+    finally:
+        stop.set()
+        await asyncio.wait_for(run, 10)
+        await asyncio.wait_for(forwarder.close(), 10)
+
+
+# --- shared -------------------------------------------------------------------------------------
 
 WAIT = 60.0
 ECHO = "bench.echo"
@@ -106,16 +175,15 @@ def memory() -> dict[str, object]:
     return {"rss_kib": rss, "gc_objects": len(gc.get_objects()), "traced": traced, "top": top}
 
 
-# --- host ---------------------------------------------------------------------------------------
+# --- hosts --------------------------------------------------------------------------------------
 
 
 class SimHost:
-    """One simulated host: its relay (and forwarder), the forms it opened and when."""
+    """One simulated host: its relay, the forms it opened and when."""
 
     def __init__(self, directory: Path, host_id: str) -> None:
         self.host_id = host_id
         self.relay = FakeRelay(directory, pid=os.getpid())
-        self.forwarder: Forwarder | None = None
         self.opened: dict[str, float] = {}
         self.done: Callable[[str, float], None] = lambda flow_id, at: None
         self.relay.bus.on(COMPLETED, self._completed)
@@ -126,79 +194,39 @@ class SimHost:
             self.done(data.flow_id, at)
 
 
-async def host_worker(job: dict[str, Any]) -> None:
+async def hosts_worker(job: dict[str, Any]) -> None:
     base = Path(job["dir"])
-    count = int(job["hosts"])
-    hosts = [SimHost(base / f"h{i:02d}", f"h{i:02d}") for i in range(count)]
-    stops: list[asyncio.Event] = []
-    runs: list[asyncio.Task[None]] = []
-    loop = asyncio.get_running_loop()
-    echo = await nats.connect(job["url"], name="bench echo")
+    hosts = [SimHost(base / f"h{i:02d}", f"h{i:02d}") for i in range(int(job["hosts"]))]
     for host in hosts:
         await host.relay.start()
-    if job.get("forwarders", True):
-        for host in hosts:
-            forwarder = Forwarder(job["url"], host_id=host.host_id, directory=host.relay.directory)
-            await forwarder.open()
-            host.forwarder = forwarder
-            stop = asyncio.Event()
-            stops.append(stop)
-            runs.append(loop.create_task(forwarder.run(stop)))
-
-    async def on_echo(msg: Msg) -> None:
-        await msg.respond(msg.data)
-
-    await echo.subscribe(ECHO, cb=on_echo)
-    forms: dict[str, list[str]] = {}
-    for host in hosts:
-        forms[host.host_id] = [
-            host.relay.open_form(FORM, f"rt-{n}").flow_id for n in range(int(job.get("forms", 0)))
-        ]
-    if job.get("forwarders", True):
-        await asyncio.wait_for(
-            asyncio.gather(*(h.relay.wait_connected(1, WAIT) for h in hosts)), WAIT
-        )
-    say(
-        {
-            "ready": {
-                "pid": os.getpid(),
-                "hosts": {h.host_id: str(h.relay.path) for h in hosts},
-                "forms": forms,
-            }
-        }
-    )
+    say({"ready": {"hosts": {h.host_id: str(h.relay.directory) for h in hosts}}})
     commands = Commands()
     try:
         while True:
             command = await commands.next()
             name = command["command"]
+            some = hosts[: int(command.get("hosts", len(hosts)))]
             if name == "stop":
                 break
-            if name == "load":
-                say(await load(hosts, float(command["rate"]), float(command["seconds"])))
+            if name == "connected":  # every relay has its forwarder
+                await asyncio.wait_for(
+                    asyncio.gather(*(h.relay.wait_connected(1, WAIT) for h in hosts)), WAIT
+                )
+                say({"connected": len(hosts)})
+            elif name == "load":
+                say(await load(some, float(command["rate"]), float(command["seconds"])))
             elif name == "loop":
-                say(await closed_loop(hosts, int(command["forms"]), int(command["inflight"])))
-            elif name == "memory":
-                say(memory())
+                say(await closed_loop(some, int(command["forms"]), int(command["inflight"])))
     finally:
-        for stop in stops:
-            stop.set()
-        for run in runs:
-            await asyncio.wait_for(run, 10)
         for host in hosts:
-            if host.forwarder is not None:
-                await asyncio.wait_for(host.forwarder.close(), 10)
             await host.relay.stop()
-        await echo.close()
 
 
 async def load(hosts: list[SimHost], rate: float, seconds: float) -> dict[str, object]:
     """Open forms at ``rate`` per second (round robin over the hosts) for ``seconds``; each is
     timed from its opening to its ``completed`` at the host. Waits (bounded) for the last."""
     latencies: list[float] = []
-    pending: set[str] = set()
     all_done = asyncio.Event()
-    loop = asyncio.get_running_loop()
     total = max(1, round(rate * seconds))
     last_done = 0.0
 
@@ -210,7 +238,6 @@ async def load(hosts: list[SimHost], rate: float, seconds: float) -> dict[str, o
             if opened is None:
                 return
             latencies.append(at - opened)
-            pending.discard(f"{host.host_id}/{flow_id}")
             last_done = at
             if len(latencies) == total:
                 all_done.set()
@@ -234,10 +261,10 @@ async def load(hosts: list[SimHost], rate: float, seconds: float) -> dict[str, o
         opened = clock()
         flow_id = host.relay.open_form(FORM, f"l{tag}-{n}").flow_id
         host.opened[flow_id] = opened
-        pending.add(f"{host.host_id}/{flow_id}")
     offered_end = clock()
     with contextlib.suppress(asyncio.TimeoutError):  # the unanswered are counted below
         await asyncio.wait_for(all_done.wait(), 30)
+    unanswered = sum(len(host.opened) for host in hosts)
     for host in hosts:
         host.opened.clear()
     return {
@@ -245,15 +272,14 @@ async def load(hosts: list[SimHost], rate: float, seconds: float) -> dict[str, o
         "opened": total,
         "offered_seconds": offered_end - start,
         "answered_seconds": (last_done or clock()) - start,
-        "unanswered": len(pending),
+        "unanswered": unanswered,
         "max_schedule_lag": late,
-        "loop_time": loop.time(),
     }
 
 
 async def closed_loop(hosts: list[SimHost], forms: int, inflight: int) -> dict[str, object]:
     """``forms`` forms through the hosts, ``inflight`` open at any time (each opened when one
-    completes); seconds it took, and how many completed."""
+    completes); seconds it took (and to the half of them), and how many completed."""
     queue: asyncio.Queue[None] = asyncio.Queue()
     completed = 0
 
@@ -269,88 +295,111 @@ async def closed_loop(hosts: list[SimHost], forms: int, inflight: int) -> dict[s
     tag = os.urandom(3).hex()
     start = time.perf_counter()
     opened = 0
-    for _ in range(min(inflight, forms)):
+
+    def open_one() -> None:
+        nonlocal opened
         host = hosts[opened % len(hosts)]
         host.opened[host.relay.open_form(FORM, f"c{tag}-{opened}").flow_id] = 0.0
         opened += 1
+
+    half = 0.0
+    for _ in range(min(inflight, forms)):
+        open_one()
     while completed < forms:
         await asyncio.wait_for(queue.get(), 30)
+        if not half and completed >= forms // 2:
+            half = time.perf_counter() - start
         if opened < forms:
-            host = hosts[opened % len(hosts)]
-            host.opened[host.relay.open_form(FORM, f"c{tag}-{opened}").flow_id] = 0.0
-            opened += 1
-    return {"seconds": time.perf_counter() - start, "completed": completed}
+            open_one()
+    return {"seconds": time.perf_counter() - start, "half_seconds": half, "completed": completed}
 
 
-# --- forwarder ----------------------------------------------------------------------------------
+# --- forwarders ---------------------------------------------------------------------------------
 
 
-async def forwarder_worker(job: dict[str, Any]) -> None:
-    """One forwarder of host ``host`` following the relays in ``dir``; ``memory`` reports.
+async def forwarders_worker(job: dict[str, Any]) -> None:
+    """One forwarder per host of ``hosts`` ({host id: relay directory}); ``memory`` reports.
     With ``trace``, tracemalloc traces from the start: an entry a bounded cache drops was
     allocated before any baseline, so only the total traced from the start shows net growth
     (and tracing costs memory of its own: RSS is measured in a run without it)."""
     if job.get("trace"):
         tracemalloc.start()
-    forwarder = Forwarder(job["url"], host_id=job["host"], directory=Path(job["dir"]))
-    await forwarder.open()
-    stop = asyncio.Event()
-    run = asyncio.get_running_loop().create_task(forwarder.run(stop))
-    say({"ready": {"pid": os.getpid()}})
-    commands = Commands()
-    try:
+    async with contextlib.AsyncExitStack() as stack:
+        for host_id, directory in dict(job["hosts"]).items():
+            await stack.enter_async_context(forwarding(job["url"], host_id, Path(directory)))
+        say({"ready": {"pid": os.getpid()}})
+        commands = Commands()
         while True:
             command = await commands.next()
             if command["command"] == "stop":
                 break
             if command["command"] == "memory":
                 say(memory())
-    finally:
-        stop.set()
-        await asyncio.wait_for(run, 10)
-        await asyncio.wait_for(forwarder.close(), 10)
 
 
-# --- bridge -------------------------------------------------------------------------------------
+# --- bridges ------------------------------------------------------------------------------------
 
 
-def invalid_answer(flow: FlowView) -> Any:
+def refused(flow: FlowView) -> UncheckedAnswer:
     """Refused by the host as ``invalid_answer`` (a value the form lacks): the form stays open,
     so every timed submit meets the same state."""
     return unchecked_answer(flow, {flow.questions[0].id: ["nope"]})
 
 
-async def rtt_worker(job: dict[str, Any]) -> dict[str, object]:
-    """Timed ``client.respond`` through the fleet: what a bridge's call does."""
-    async with Fleet(job["url"]) as fleet:
-        transport = fleet.transport(job["host"], int(job["pid"]))
+async def wait_forms(client: BridgeClient, ids: list[str]) -> list[FlowView]:
+    """The client's views of the forms ``ids`` (its snapshot, or as they come)."""
+    stream: ClientStream[FlowView] = client.flows()
+    views: dict[str, FlowView] = {
+        fid: view for fid, view in client.open_flows.items() if fid in ids
+    }
+    while not all(i in views for i in ids):
+        view = await stream.next(timeout=WAIT)
+        if view.flow_id in ids:
+            views[view.flow_id] = view
+    return [views[i] for i in ids]
+
+
+async def timed_submits(client: BridgeClient, flows: list[FlowView], job: dict[str, Any]) -> None:
+    """What a bridge's call does, timed: build the answer, ``await client.respond``; warm-up
+    first (untimed), then ``go`` from the parent, then the timed ones; says them."""
+
+    async def one_round(count: int, starts: list[float]) -> list[float]:
+        out: list[float] = []
+        clock = time.perf_counter
+        for n in range(count):
+            flow = flows[n % len(flows)]
+            start = clock()
+            outcome = await client.respond(flow, refused(flow), timeout=10)
+            out.append(clock() - start)
+            starts.append(start)
+            if not isinstance(outcome, SubmitRejected) or outcome.error != "invalid_answer":
+                raise RuntimeError(f"expected an invalid_answer refusal, got {outcome!r}")
+        return out
+
+    await one_round(int(job["warm"]), [])
+    say({"warm": True})
+    await Commands().next()  # go
+    starts: list[float] = []
+    with GcWatch() as watch:
+        samples = await one_round(int(job["count"]), starts)
+    say({"samples": samples, "starts": starts, "gc": watch.report(starts, samples)})
+
+
+async def rtt_worker(job: dict[str, Any]) -> None:
+    """Timed ``client.respond`` through the fleet (``BridgeClient`` over ``NatsTransport``)."""
+    async with open_fleet(job["url"]) as fleet:
+        transport = await fleet_transport(fleet, job["host"], int(job["pid"]))
         async with BridgeClient(transport) as client:
-            flows = [client.open_flows[fid] for fid in client.open_flows if fid in job["forms"]]
-            if len(flows) != len(job["forms"]):
-                raise RuntimeError(f"the snapshot had {len(flows)} of {len(job['forms'])} forms")
-            answers = [(flow, invalid_answer(flow)) for flow in flows]
-
-            async def one_round(count: int, starts: list[float]) -> list[float]:
-                out: list[float] = []
-                clock = time.perf_counter
-                for n in range(count):
-                    flow, answer = answers[n % len(answers)]
-                    start = clock()
-                    outcome = await client.respond(flow, answer, timeout=10)
-                    out.append(clock() - start)
-                    starts.append(start)
-                    if not isinstance(outcome, SubmitRejected):
-                        raise RuntimeError(f"expected a refusal, got {outcome!r}")
-                return out
-
-            await one_round(int(job["warm"]), [])
-            starts: list[float] = []
-            with GcWatch() as watch:
-                samples = await one_round(int(job["count"]), starts)
-    return {"samples": samples, "gc": watch.report(starts, samples)}
+            await timed_submits(client, await wait_forms(client, list(job["forms"])), job)
 
 
-async def nats_worker(job: dict[str, Any]) -> dict[str, object]:
+async def relay_worker(job: dict[str, Any]) -> None:
+    """Timed ``client.respond`` over the relay alone (``BridgeClient`` over ``RelayTransport``)."""
+    async with BridgeClient(RelayTransport(Path(job["socket"]))) as client:
+        await timed_submits(client, await wait_forms(client, list(job["forms"])), job)
+
+
+async def nats_worker(job: dict[str, Any]) -> None:
     """Timed raw NATS request/reply with a submit-sized body: the broker's floor."""
     nc = await nats.connect(job["url"], name="bench floor")
     try:
@@ -358,6 +407,8 @@ async def nats_worker(job: dict[str, Any]) -> dict[str, object]:
         clock = time.perf_counter
         for _ in range(int(job["warm"])):
             await nc.request(ECHO, body, timeout=10)
+        say({"warm": True})
+        await Commands().next()  # go
         samples: list[float] = []
         starts: list[float] = []
         with GcWatch() as watch:
@@ -366,27 +417,116 @@ async def nats_worker(job: dict[str, Any]) -> dict[str, object]:
                 await nc.request(ECHO, body, timeout=10)
                 samples.append(clock() - start)
                 starts.append(start)
+        say({"samples": samples, "gc": watch.report(starts, samples)})
     finally:
         await nc.close()
-    return {"samples": samples, "gc": watch.report(starts, samples)}
+
+
+async def echo_worker(job: dict[str, Any]) -> None:
+    """The NATS floor's far end: every request answered with its own body."""
+    nc = await nats.connect(job["url"], name="bench echo")
+
+    async def on_echo(msg: Msg) -> None:
+        await msg.respond(msg.data)
+
+    await nc.subscribe(ECHO, cb=on_echo)
+    await nc.flush()
+    say({"ready": {"pid": os.getpid()}})
+    commands = Commands()
+    while (await commands.next())["command"] != "stop":
+        pass
+    await nc.close()
+
+
+class Tap(asyncio.Protocol):
+    """A silent reader of a byte stream (a relay socket, or a NATS connection speaking the
+    plain protocol) that notes when data holding each marker came, as it comes (no parser or
+    dispatch of a client library in between): ``(kind, perf_counter)`` for each ``marks``
+    entry ``(kind, needles)`` whose needles are all in a chunk (a chunk holds one message at the
+    rates of a round trip). Answers the server's ``PING``s."""
+
+    def __init__(self, events: list[tuple[str, float]], marks: list[tuple[str, bytes]]) -> None:
+        self.events = events
+        self.marks = [(kind, needles.split(b"|")) for kind, needles in marks]
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        at = time.perf_counter()
+        for kind, needles in self.marks:
+            if all(needle in data for needle in needles):
+                self.events.append((kind, at))
+        if b"PING\r\n" in data and self.transport is not None:
+            self.transport.write(b"PONG\r\n")
+
+
+async def tap_worker(job: dict[str, Any]) -> None:
+    """Watches a round trip's hops from outside, by the monotonic clock all processes share:
+    every NATS message holding a submit (``request``) or a submit-result (``reply``), and
+    every ``submit-result`` the relay sends its clients (``result``). Any command but
+    ``stop`` says them."""
+    events: list[tuple[str, float]] = []
+    loop = asyncio.get_running_loop()
+    address = job["url"].removeprefix("nats://")
+    host, port = address.rsplit(":", 1)
+    marks = [("request", b'"response":'), ("reply", b'"requestId":|"ok":')]
+    nats_tap, _ = await loop.create_connection(lambda: Tap(events, marks), host, int(port))
+    nats_tap.write(b'CONNECT {"verbose":false,"pedantic":false,"name":"bench tap"}\r\n')
+    for sid, subject in enumerate(submit_subjects(job["host"], int(job["pid"])), 1):
+        nats_tap.write(f"SUB {subject} {sid}\r\n".encode())
+    nats_tap.write(b"PING\r\n")
+    relay_marks = [("result", b"submit-result")]
+    relay, _ = await loop.create_unix_connection(lambda: Tap(events, relay_marks), job["socket"])
+    say({"ready": {"pid": os.getpid()}})
+    commands = Commands()
+    while (await commands.next())["command"] != "stop":
+        say({"events": events})
+    relay.close()
+    nats_tap.close()
 
 
 async def serve_worker(job: dict[str, Any]) -> None:
-    """One answering bridge for every Pi of the fleet (``Fleet.serve``), until told to stop:
-    each form answered with an explicit value, as soon as it is seen."""
+    """One answering bridge for every Pi of the fleet (in replica group ``group`` if given),
+    until told to stop: each form answered with an explicit value as soon as it is seen; or,
+    given ``think`` and ``capacity``, each after ``think`` seconds of the bridge's own work, at
+    most ``capacity`` forms at once over all its Pis (a bridge's limit: its workers, its quota
+    of a model)."""
     answered = 0
+    think = float(job.get("think", 0.0))
+    slots = asyncio.Semaphore(int(job.get("capacity", 1)))
 
-    async def handler(client: BridgeClient, pi: FleetPi) -> None:
+    async def answer(client: BridgeClient, flow: FlowView) -> None:
         nonlocal answered
-        async for flow in client.flows():
-            question = flow.questions[0]
-            answer = AnswerBuilder(flow).select(question, question.value("b")).build()
-            await client.respond(flow, answer, timeout=30)
-            answered += 1
+        if think:
+            async with slots:
+                await asyncio.sleep(think)  # the bridge's own work, not a synchronisation
+        question = flow.questions[0]
+        answer = AnswerBuilder(flow).select(question, question.value("b")).build()
+        await client.respond(flow, answer, timeout=30)
+        answered += 1
+
+    async def handler(client: BridgeClient) -> None:
+        if not think:
+            async for flow in client.flows():
+                await answer(client, flow)
+            return
+        working: set[asyncio.Task[None]] = set()
+        try:
+            async for flow in client.flows():
+                task = asyncio.get_running_loop().create_task(answer(client, flow))
+                working.add(task)
+                task.add_done_callback(working.discard)
+        finally:
+            for task in list(working):
+                task.cancel()
+            await asyncio.gather(*working, return_exceptions=True)
 
     stop = asyncio.Event()
-    async with Fleet(job["url"]) as fleet:
-        serving = asyncio.get_running_loop().create_task(serve(handler, fleet, stop=stop))
+    async with open_fleet(job["url"], job.get("group")) as fleet:
+        serving = asyncio.get_running_loop().create_task(serve_fleet(fleet, handler, stop))
         say({"ready": {"pid": os.getpid()}})
         commands = Commands()
         while (await commands.next())["command"] != "stop":
@@ -395,21 +535,26 @@ async def serve_worker(job: dict[str, Any]) -> None:
         await asyncio.wait_for(serving, 30)
 
 
+ROLES: dict[str, Callable[[dict[str, Any]], Coroutine[Any, Any, None]]] = {
+    "hosts": hosts_worker,
+    "forwarders": forwarders_worker,
+    "serve": serve_worker,
+    "echo": echo_worker,
+    "rtt": rtt_worker,
+    "relay": relay_worker,
+    "nats": nats_worker,
+    "tap": tap_worker,
+}
+
+
 def main() -> int:
-    role = sys.argv[1]
-    job = json.loads(sys.argv[2])
-    if role == "host":
-        asyncio.run(host_worker(job))
-    elif role == "forwarder":
-        asyncio.run(forwarder_worker(job))
-    elif role == "rtt":
-        say(asyncio.run(rtt_worker(job)))
-    elif role == "nats":
-        say(asyncio.run(nats_worker(job)))
-    elif role == "serve":
-        asyncio.run(serve_worker(job))
-    else:
-        raise SystemExit(f"unknown role {role!r}")
+    if sys.argv[1] == "has-groups":
+        say({"groups": fleet_has_groups()})
+        return 0
+    role = ROLES.get(sys.argv[1])
+    if role is None:
+        raise SystemExit(f"unknown role {sys.argv[1]!r}")
+    asyncio.run(role(json.loads(sys.argv[2])))
     return 0
 
 

@@ -1,31 +1,64 @@
-"""``bench/fleet.py`` keeps working against a real nats-server: a ``--quick`` run prints each
-of its figure lines, exits 1 naming a missed target, and ``--smoke`` exits 0 on the same miss
-(what the tox ``bench-smoke`` env relies on). A target is made unreachable so that the exit
-status does not depend on this machine's speed; the figures' values are never checked."""
+"""``bench/fleet.py`` keeps working against a real nats-server and a real Pi: a ``--quick`` run
+prints each of its figure lines, exits 1 naming a missed target, and ``--smoke`` exits 0 on the
+same miss (what the tox ``bench-smoke`` env relies on). A target is made unreachable so that
+the exit status does not depend on this machine's speed; the figures' values are never checked.
+
+The bench finds Pi 1.6.0 where ``$PI_ASK_PI_CACHE`` says (the fleet env points it at
+tests/integration, where scripts/install-pi.sh puts it); without it this test skips (fails with
+``CI=true``)."""
 
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 
 import pytest
 
+from pi_ask_sdk.testing.realpi import PiNotInstalled, locate_pi
+from tests.integration.pi_process import PI_DIR, unavailable
 from tests.test_bench_exit_status import run_with_target
 from tests.test_bench_smoke import _NUMBER, _VERDICT
 
+pytestmark = pytest.mark.pi
+
 FIGURES = [
-    rf"^round trip, {_NUMBER} submits per side, GC on \(ms\):$",
-    rf"^  fleet \(respond via BridgeClient/NatsTransport\) +p50 {_NUMBER} +p99 {_NUMBER} +cpu/rt"
-    rf" {_NUMBER} us$",
-    rf"^  floor: NATS request/reply +p50 {_NUMBER} +p99 {_NUMBER}$",
-    rf"^  floor: relay round trip \(bare asyncio\) +p50 {_NUMBER} +p99 {_NUMBER}$",
-    rf"^  fleet/floor p50 ratio {_NUMBER} \(floor p50 {_NUMBER} ms; target <= {_NUMBER}\)"
-    rf" {_VERDICT}$",
+    rf"^round trip with a real Pi \(1\.6\.0, current\), {_NUMBER} submits per side, GC on"
+    r" \(ms\):$",
+    rf"^  fleet \(BridgeClient/NatsTransport -> NATS -> forwarder -> relay -> Pi\) +p50 {_NUMBER}"
+    rf"  p99 {_NUMBER}$",
+    rf"^  floor part: raw NATS request/reply \({_NUMBER} B body\) +p50 {_NUMBER}  p99 {_NUMBER}$",
+    rf"^  floor part: SDK over the relay alone \(BridgeClient/RelayTransport\) +p50 {_NUMBER}"
+    rf"  p99 {_NUMBER}$",
+    rf"^  floor: the two parts in turn +p50 {_NUMBER}  p99 {_NUMBER}$",
+    rf"^    \(the sums of the two parts' percentiles, a looser floor: p50 {_NUMBER}  p99"
+    rf" {_NUMBER}\)$",
+    rf"^  fleet/floor p50 ratio {_NUMBER} \(target <= {_NUMBER}\) {_VERDICT}; p99 ratio"
+    rf" {_NUMBER} \(target <= {_NUMBER}\) {_VERDICT}$",
+    rf"^  cpu per submit \(us\): fleet: bridge {_NUMBER}, forwarder {_NUMBER}, nats-server"
+    rf" {_NUMBER}, Pi {_NUMBER}, stand-in {_NUMBER}$",
+    rf"^ +relay alone: bridge {_NUMBER}, Pi {_NUMBER}, stand-in {_NUMBER}$",
+    rf"^ +NATS alone: requester {_NUMBER}, responder {_NUMBER}, nats-server {_NUMBER}$",
+    rf"^  where the fleet's p50 goes: the relay part {_NUMBER} \+ the NATS part {_NUMBER} \+ the"
+    rf" fleet's own work {_NUMBER} ms$",
+    rf"^  per hop, p50 of each \(another round, a tap on NATS and on the relay, {_NUMBER}"
+    r" submits; ms\):$",
+    rf"^    bridge -> NATS -> the submit on NATS +{_NUMBER}$",
+    rf"^    -> forwarder -> relay -> Pi -> the relay's submit-result +{_NUMBER}$",
+    rf"^    -> forwarder -> the reply on NATS +{_NUMBER}$",
+    rf"^    -> NATS -> the bridge has the outcome +{_NUMBER}$",
+    rf"^one bridge, closed loop: {_NUMBER} forms, {_NUMBER} open at once over {_NUMBER} FakeRelay"
+    rf" hosts: {_NUMBER} forms/s \(target >= {_NUMBER}/s\) {_VERDICT}$",
+    rf"^  cpu per form \(us\): bridge {_NUMBER}, forwarders {_NUMBER}, hosts {_NUMBER},"
+    rf" nats-server {_NUMBER}$",
+    rf"^  first half {_NUMBER} forms/s, second half {_NUMBER} forms/s$",
     rf"^50 hosts, one bridge: {_NUMBER} forms offered at {_NUMBER}/s, {_NUMBER} answered at"
     rf" {_NUMBER}/s \(target >= {_NUMBER}/s sustained\) {_VERDICT}$",
     rf"^  open -> answered p50 {_NUMBER} ms  p99 {_NUMBER} ms  max {_NUMBER} ms \(target p99 <="
     rf" {_NUMBER} ms\) {_VERDICT}$",
-    rf"^  context: most forms/s with 100 open at once \(closed loop\): {_NUMBER}/s over"
-    rf" {_NUMBER} forms$",
+    # Until Fleet takes group=, the group is not measured (and counts as a miss).
+    rf"^(group: not measured \(Fleet has no group yet\)|group of 3 replicas: {_NUMBER} forms/s,"
+    rf" one replica {_NUMBER} forms/s: {_NUMBER}x \(target >= {_NUMBER}x; .*\) {_VERDICT})$",
     rf"^forwarder memory over {_NUMBER} forms \(after {_NUMBER}\): RSS {_NUMBER} -> {_NUMBER} KiB"
     rf" \({_NUMBER}; target <= \+{_NUMBER}\) {_VERDICT}$",
     rf"^  traced \(tracemalloc from the start, another run\) {_NUMBER} -> {_NUMBER} KiB ="
@@ -35,10 +68,19 @@ FIGURES = [
 ]
 
 
+@pytest.fixture(scope="module", autouse=True)
+def pi_installed() -> None:
+    cache = os.environ.get("PI_ASK_PI_CACHE")
+    try:
+        locate_pi("current", Path(cache) if cache else PI_DIR)
+    except PiNotInstalled as exc:
+        unavailable(f"bench/fleet.py needs Pi 1.6.0: {exc}")
+
+
 @pytest.mark.parametrize(("mode", "status"), [("--quick", 1), ("--smoke", 0)])
 def test_a_quick_fleet_bench_prints_its_figures_and_its_exit_status(mode: str, status: int) -> None:
     extra = [] if mode == "--quick" else ["--smoke"]
-    done = run_with_target("fleet.py", "RTT_RATIO_TARGET", 0.0, *extra)
+    done = run_with_target("fleet.py", "RTT_P50_TARGET", 0.0, *extra)
     assert "Traceback" not in done.stderr, done.stderr
     lines = done.stdout.splitlines()
     for pattern in FIGURES:
@@ -49,4 +91,4 @@ def test_a_quick_fleet_bench_prints_its_figures_and_its_exit_status(mode: str, s
     if mode == "--smoke":
         assert lines[-1] == "(--smoke: targets are not enforced)", done.stdout
     else:
-        assert lines[-1].startswith("TARGETS MISSED: round trip"), done.stdout
+        assert lines[-1].startswith("TARGETS MISSED: round trip p50"), done.stdout
