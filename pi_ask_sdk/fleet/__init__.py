@@ -26,12 +26,19 @@ from ._bridge import Fleet, FleetPi, pi_transport
 from ._forwarder import Forwarder
 from ._transport import NatsTransport
 from .connection import NatsOptions
-from .errors import FleetError, FleetPayloadTooLarge, FleetPiNotFound, FleetUnavailable
+from .errors import (
+    FleetError,
+    FleetHostTaken,
+    FleetPayloadTooLarge,
+    FleetPiNotFound,
+    FleetUnavailable,
+)
 from .protocol import FleetNames, FleetSettings
 
 __all__ = [
     "Fleet",
     "FleetError",
+    "FleetHostTaken",
     "FleetNames",
     "FleetPayloadTooLarge",
     "FleetPi",

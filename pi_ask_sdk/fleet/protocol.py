@@ -501,6 +501,8 @@ class ForwarderBeat(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=Tru
     interval: float = 1.0
     pids: list[int] = []
     bye: bool = False
+    pid: int = 0  # the forwarder's process and machine: a second forwarder names them
+    machine: str = ""
 
 
 class TooLarge(msgspec.Struct, frozen=True, kw_only=True):
