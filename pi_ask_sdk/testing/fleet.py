@@ -23,11 +23,9 @@ does; ``remove_pi`` is the Pi exiting (its session ends, its client is disconnec
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable
 
 from pi_ask_core import COMPLETED, AskResult, FlowHandle
-from pi_ask_sdk._tasks import within
 from pi_ask_sdk.errors import InvalidArgument
 from pi_ask_sdk.fleet import FleetPi
 from pi_ask_sdk.transports.base import Transport
@@ -122,7 +120,7 @@ class FakeFleet:
         try:
             if flow.is_open:
                 try:
-                    await within(done.wait(), timeout)
+                    await asyncio.wait_for(done.wait(), timeout)
                 except asyncio.TimeoutError:
                     raise TimeoutError(
                         f"form {flow.flow_id} on Pi {pid} of {host!r} did not complete "
@@ -148,10 +146,7 @@ class FakeFleet:
                 asyncio.ensure_future(stop.wait()),
             ]
             try:
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await within(
-                        asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED), self._poll
-                    )
+                await asyncio.wait(waits, timeout=self._poll, return_when=asyncio.FIRST_COMPLETED)
             finally:
                 for wait in waits:
                     wait.cancel()
