@@ -67,7 +67,8 @@ class Forwarder:
     Liveness and the host's lease: it heartbeats every ``heartbeat`` seconds on
     ``<p>._forwarder.<host>`` (kept in the FORWARDERS stream), each heartbeat stored only if
     the last one is its own (``protocol``): the host's one forwarder. A second forwarder of
-    the same host waits, silent, following no relay, until the first has been silent for
+    the same host stops (``FleetHostTaken``) as soon as the first beats again; while the first
+    is silent (killed, say) it waits, following no relay, until the first has been silent for
     ``FleetSettings.forwarder_timeout`` (bridges then report that host's Pis ended); one that
     finds its lease taken (it was stopped that long) stops. Submits are the rules of
     ``delivery``: each link answers its Pi's.
