@@ -31,6 +31,7 @@ from .connection import NatsOptions, close_nats, connect_nats, ensure_streams
 from .delivery import NOT_SENT
 from .errors import FleetHostTaken, FleetUnavailable
 from .follow import Follower
+from .groups import PRESENCE_FACTOR
 from .liveness import Beater, Liveness
 from .protocol import (
     FleetNames,
@@ -96,7 +97,7 @@ class Forwarder:
         names: FleetNames | None = None,
         settings: FleetSettings | None = None,
         poll: float = 1.0,
-        presence_factor: float = 3.0,
+        presence_factor: float = PRESENCE_FACTOR,
         idle_heartbeat: float = 1.0,
         setup: bool = True,
         heartbeat: float = 1.0,

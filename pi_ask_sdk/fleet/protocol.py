@@ -334,9 +334,10 @@ class FleetNames:
     def bridge_permissions(self, bridge: str) -> NatsPermissions:
         """What a bridge (``Fleet``, with ``setup=False``) needs: send submits to every host
         and its presence heartbeat, read FLOWS and FORWARDERS, its own inbox
-        (``inbox(bridge)``: where its submits' replies come). No forwarder subject: it cannot
-        fake a form, a Pi, a forwarder or a submit-result. ``bridge`` names the NATS user (it
-        need not be ``Fleet``'s ``bridge_id``)."""
+        (``inbox(bridge)``: where its submits' replies come), and the bridges' heartbeats (a
+        replica group's members). No forwarder subject: it cannot fake a form, a Pi, a
+        forwarder or a submit-result. ``bridge`` names the NATS user (it need not be
+        ``Fleet``'s ``bridge_id``)."""
         return {
             "publish": [
                 f"{self.prefix}.*.*.submit",
@@ -344,7 +345,7 @@ class FleetNames:
                 *_reader_api(self.flows_stream),
                 *_reader_api(self.forwarders_stream),
             ],
-            "subscribe": [self.probe, self.inbox(bridge) + ".>"],
+            "subscribe": [self.probe, self.all_bridges, self.inbox(bridge) + ".>"],
             "allow_responses": False,
         }
 
@@ -482,13 +483,15 @@ class PiState(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
 
 class Heartbeat(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """A bridge's presence on ``<p>._bridge.<bridge>``: it answers (or only observes) forms of
-    ``hosts`` (None: every host) and heartbeats every ``interval`` seconds; ``bye``: it left."""
+    ``hosts`` (None: every host) and heartbeats every ``interval`` seconds; ``bye``: it left.
+    ``group``: the replica group it shares the forms with (``pi_ask_sdk.fleet.groups``)."""
 
     bridge: str
     role: str = "answerer"
     interval: float = 1.0
     hosts: list[str] | None = None
     bye: bool = False
+    group: str | None = None
 
 
 class ForwarderBeat(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
