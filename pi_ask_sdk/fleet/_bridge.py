@@ -142,6 +142,7 @@ class Fleet:
         self._group = (
             None if group is None else Group(group, self._bridge_id, self._members_changed)
         )
+        self._group_changed = asyncio.Event()  # replaced at each change of members
 
     # --- lifecycle ---
 
@@ -259,6 +260,20 @@ class Fleet:
         this one without a group."""
         return (self._bridge_id,) if self._group is None else self._group.members
 
+    async def wait_group(self, count: int, timeout: float) -> tuple[str, ...]:
+        """Wait (at most ``timeout`` s) until the group has at least ``count`` live members,
+        and return them. Raises ``TimeoutError``, or ``InvalidUse`` without a group."""
+        if self._group is None:
+            raise InvalidUse("wait_group", "this Fleet has no group")
+
+        async def enough() -> None:
+            while len(self.group_members) < count:
+                changed = self._group_changed
+                await changed.wait()
+
+        await within(enough(), timeout)
+        return self.group_members
+
     def owns(self, flow_subject: str) -> bool:
         """Whether this bridge shows the form on ``flow_subject`` (always, without a group)."""
         return self._group is None or self._group.owns(flow_subject)
@@ -369,6 +384,8 @@ class Fleet:
             group.heard(beat.bridge, beat.interval)
 
     def _members_changed(self) -> None:
+        changed, self._group_changed = self._group_changed, asyncio.Event()
+        changed.set()
         if self._closed:
             return
         log.info(

@@ -67,24 +67,32 @@ def owner(key: str, members: Iterable[str]) -> str:
 
 class Group:
     """One replica's view of its group: itself (always a member) and the members heard from
-    within their presence timeout. ``on_change()`` is called whenever a member joins or
-    leaves."""
+    within their presence timeout. ``on_change()`` is called whenever the view changes.
+
+    A replica also hears its own heartbeat (through the server). While it has not heard itself
+    within its own presence timeout (it was stopped, or its connection is down) it counts
+    nobody gone: the silence is its own, not theirs; the members it did not hear meanwhile are
+    counted gone once it hears itself again (by then their heartbeats sent meanwhile, which
+    came before its own, have been heard). So a replica resumed after a freeze does not take
+    every open form for a moment."""
 
     def __init__(self, name: str, me: str, on_change: Callable[[], None]) -> None:
         self.name = name
         self.me = me
         self._on_change = on_change
-        self._members = Liveness(self._changed)
+        self._members = Liveness(self._changed)  # itself among them
+        self._unsure: set[str] = set()  # silent while this replica was not hearing itself
         self._view: tuple[str, ...] = (me,)
 
     def heard(self, member: str, interval: float) -> None:
-        """A heartbeat of ``member`` (every ``interval`` seconds)."""
-        if member != self.me:
-            self._members.heard(member, max(0.05, interval) * PRESENCE_FACTOR)
+        """A heartbeat of ``member`` (every ``interval`` seconds), or this replica's own."""
+        self._members.heard(member, max(0.05, interval) * PRESENCE_FACTOR)
 
     def bye(self, member: str) -> None:
         """``member`` left."""
-        self._members.forget(member)
+        self._unsure.discard(member)
+        if not self._members.forget(member):
+            self._update()
 
     @property
     def members(self) -> tuple[str, ...]:
@@ -100,5 +108,18 @@ class Group:
         self._members.close()
 
     def _changed(self, member: str, alive: bool) -> None:
-        self._view = tuple(sorted({self.me, *self._members.keys}))
-        self._on_change()
+        if member == self.me:
+            if alive:  # hearing itself again: the silences it doubted are real
+                self._unsure.clear()
+        elif alive:
+            self._unsure.discard(member)
+        elif self._members.overdue(self.me):
+            self._unsure.add(member)
+        self._update()
+
+    def _update(self) -> None:
+        others = {m for m in self._members.keys if m != self.me} | self._unsure
+        view = tuple(sorted({self.me, *others}))
+        if view != self._view:
+            self._view = view
+            self._on_change()
