@@ -261,8 +261,9 @@ async def test_a_frozen_replica_that_answers_late_is_refused(
             await held.until(lambda: form.flow_id in held.outcomes, 60)
             late = held.outcomes[form.flow_id]
             print(f"\nthe frozen replica's late answer: {late}")
-            assert len(late) == 1, late
-            assert late != ["accepted"], late
+            # Refused by Pi (its submit went out before it read the end), or kept back by its
+            # client (it read the end first): never a second answer.
+            assert late in (["rejected:flow_not_found"], ["not_sent:flow_completed"]), late
             assert answered.ok[form.flow_id] == 1
     finally:
         await host.close()
