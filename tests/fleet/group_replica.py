@@ -3,10 +3,10 @@
 ``python -m tests.fleet.group_replica URL GROUP NAME MEMBERS [HOLD]`` joins group GROUP as
 bridge NAME (``Fleet(..., group=GROUP, bridge_id=NAME)``), waits until the group has MEMBERS
 live members, prints ``{"ready": NAME}``, then serves every Pi of the fleet: each form shown to
-it is answered "yes" and one JSON line per outcome is printed (``replica``, ``flow``,
-``outcome``), after ``{"shown": flow}`` when the form is shown. Each form whose tool call id
-starts with HOLD is answered only once a line comes on stdin (a replica that believes it owns a
-form and answers it late)."""
+it is answered "yes" (its request ids start with NAME), with one JSON line when it is shown
+(``shown``) and one per outcome (``replica``, ``flow``, ``outcome``). Each form whose tool
+call id starts with HOLD is answered only once a line comes on stdin (a replica that believes
+it owns a form and answers it late)."""
 
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ async def main(url: str, group: str, name: str, members: int, hold: str) -> None
     async with Fleet(url, heartbeat=0.2, idle_heartbeat=0.5, group=group, bridge_id=name) as fleet:
         await fleet.wait_group(members, 30)
         say(ready=name)
-        await serve(handler, fleet)
+        await serve(handler, fleet, request_id_prefix=name)  # (the hosts tell who answered)
     if hold:
         waiting.cancel()
 
