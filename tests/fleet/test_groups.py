@@ -1,6 +1,7 @@
-"""Replica groups on a real nats-server: replicas of one bridge, each in its own process, share
-the forms of several hosts; one is killed (SIGKILL) and one frozen (SIGSTOP) mid-run. Every
-form is counted at its host: answered exactly once (lost 0, doubled 0). Every wait is bounded."""
+"""Replica groups on a real nats-server: replicas of one bridge (in processes of their own, or
+in this one) share the forms of several hosts; one is killed (SIGKILL), one frozen (SIGSTOP)
+mid-run, one closed. Every form is counted at its host: answered exactly once (lost 0, doubled
+0). Every wait is bounded."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import msgspec
 import pytest
 
 from pi_ask_core import SUBMIT_RESULT, FlowHandle
+from pi_ask_sdk.fleet import Fleet
 from pi_ask_sdk.fleet.groups import owner
 from pi_ask_sdk.fleet.protocol import FleetNames
 from pi_ask_sdk.testing import yes_no_params
@@ -27,7 +29,7 @@ from pi_ask_sdk.testing.nats_server import NatsServer
 from tests.relay.fake_relay import FakeRelay
 
 from .conftest import Host
-from .kit import ROOT, all_done
+from .kit import ROOT, Answerer, all_done
 
 GROUP = "answerers"
 
@@ -270,3 +272,48 @@ async def test_a_frozen_replica_that_answers_late_is_refused(
             assert answered.ok[form.flow_id] == 1
     finally:
         await host.close()
+
+
+@pytest.mark.asyncio
+async def test_two_replicas_see_disjoint_forms_and_a_closing_one_hands_its_own_over_at_once(
+    host: Host, nats_server: NatsServer
+) -> None:
+    """Two replicas (in this process): each is shown exactly the forms rendezvous hashing
+    gives it. Closes: replica "ra", which held its forms unanswered; its goodbye hands them to
+    "rb" at once (well before its presence timeout of 15 s), which answers each once."""
+    relay = await host.start_pi()
+    await host.start_forwarder()
+    async with (
+        Fleet(nats_server.url, group=GROUP, heartbeat=5.0, bridge_id="ra") as ra,
+        Fleet(nats_server.url, group=GROUP, heartbeat=0.2, bridge_id="rb") as rb,
+    ):
+        assert await ra.wait_group(2, 10) == ("ra", "rb")
+        assert await rb.wait_group(2, 10) == ("ra", "rb")
+        await ra.wait_pi("h1", relay.pid)
+        answered = Answered([relay])
+        held = Answerer(ra, "h1", relay.pid)  # never answers: its gate stays shut
+        free = Answerer(rb, "h1", relay.pid)
+        free.gate.set()
+        await held.start()
+        await free.start()
+        handles = [relay.open_form(yes_no_params(), f"f-{n}") for n in range(20)]
+        names = FleetNames()
+        of_ra = {
+            h.flow_id
+            for h in handles
+            if owner(names.flow("h1", relay.pid, h.flow_id), ["ra", "rb"]) == "ra"
+        }
+        of_rb = {h.flow_id for h in handles} - of_ra
+        await held.wait_seen(len(of_ra))
+        await free.wait_outcomes(len(of_rb))
+        assert set(held.seen) == of_ra
+        assert set(free.seen) == of_rb
+        await held.stop()
+        await ra.close()  # its goodbye
+        await all_done(handles, 5)
+        await free.wait_outcomes(len(handles))
+        assert set(free.seen) == {h.flow_id for h in handles}
+        assert all(free.accepted(h.flow_id) == 1 for h in handles)
+        assert {f: n for f, n in answered.ok.items() if n != 1} == {}
+        assert set(answered.ok) == {h.flow_id for h in handles}
+        await free.stop()
