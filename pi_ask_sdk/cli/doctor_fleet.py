@@ -1,10 +1,11 @@
 """``pi-ask doctor --nats URL``: what the fleet looks like from the broker, and what is wrong.
 
-It reads, and publishes nothing but a presence probe (which makes every bridge heartbeat at
-once): the server and its JetStream, the fleet's four streams, each host's forwarder (the
-durable submit consumer it binds: bound while the forwarder runs), the Pis up and their open
-forms (the FLOWS stream's last word on each), and the bridges alive (their heartbeats). Needs
-the extra ``pi-ask-sdk[nats]``.
+It reads, and publishes nothing but a presence probe (which makes every answering bridge
+heartbeat at once): the server and its JetStream, the fleet's streams, each host's forwarder
+(alive while its last heartbeat is kept: ``forwarder_timeout`` seconds, as the bridges count
+it), the Pis up and their open forms (the FLOWS stream's last word on each), and the answering
+bridges alive (their heartbeats; observers never heartbeat, so none is counted). Needs the
+extra ``pi-ask-sdk[nats]``.
 """
 
 from __future__ import annotations
@@ -68,7 +69,6 @@ class FleetSurvey:
     streams: dict[str, int | None] = field(default_factory=dict)  # name -> messages, None: missing
     hosts: dict[str, HostSeen] = field(default_factory=dict)
     answerers: list[str] = field(default_factory=list)
-    observers: list[str] = field(default_factory=list)
     error: str = ""
 
     @property
@@ -141,7 +141,6 @@ async def _survey(nc: Client, names: FleetNames, found: FleetSurvey, listen: flo
         with contextlib.suppress(nats.errors.Error, OSError):
             await subscription.unsubscribe()
     found.answerers = sorted(b for b, role in bridges.items() if role == "answerer")
-    found.observers = sorted(b for b, role in bridges.items() if role != "answerer")
 
 
 async def _streams(js: JetStreamContext, names: FleetNames, found: FleetSurvey) -> None:
@@ -262,8 +261,6 @@ def fleet_checks(found: FleetSurvey) -> list[Check]:
                 "bridge, e.g. python examples/fleet_bridge.py)",
             )
         )
-    if found.observers:
-        checks.append(Check("ok", "observers", f"{len(found.observers)} observing bridge(s)"))
     return checks
 
 
@@ -340,7 +337,6 @@ def doctor_fleet(
             ],
             "openForms": sum(pi.open_forms for pi in found.pis),
             "answerers": found.answerers,
-            "observers": found.observers,
         }
         report = {
             "ok": not failed,

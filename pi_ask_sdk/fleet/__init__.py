@@ -20,18 +20,46 @@ the forwarder (``Forwarder``, one link per Pi), and ``errors``. Tools (``pi-ask 
 
 from __future__ import annotations
 
-from pi_ask_sdk._faces import publish
+from typing import TYPE_CHECKING
 
-from ._bridge import Fleet, FleetPi, pi_transport
-from ._forwarder import Forwarder
-from ._transport import NatsTransport
-from .connection import NatsOptions
-from .errors import FleetError, FleetPayloadTooLarge, FleetPiNotFound, FleetUnavailable
-from .protocol import FleetNames, FleetSettings
+from pi_ask_sdk._faces import lazy, publish
+
+from .errors import (
+    FleetError,
+    FleetHostTaken,
+    FleetPayloadTooLarge,
+    FleetPiNotFound,
+    FleetUnavailable,
+)
+
+if TYPE_CHECKING:
+    from ._bridge import Fleet, FleetPi, pi_transport
+    from ._forwarder import Forwarder
+    from ._transport import NatsTransport
+    from .connection import NatsOptions
+    from .protocol import FleetNames, FleetSettings
+else:
+    # The errors load with the package; the rest needs nats-py and loads when first used, so
+    # that `except FleetUnavailable` and tools that only name the package work without the extra.
+    __getattr__ = lazy(
+        __name__,
+        globals(),
+        {
+            "Fleet": "._bridge",
+            "FleetPi": "._bridge",
+            "pi_transport": "._bridge",
+            "Forwarder": "._forwarder",
+            "NatsTransport": "._transport",
+            "NatsOptions": ".connection",
+            "FleetNames": ".protocol",
+            "FleetSettings": ".protocol",
+        },
+    )
 
 __all__ = [
     "Fleet",
     "FleetError",
+    "FleetHostTaken",
     "FleetNames",
     "FleetPayloadTooLarge",
     "FleetPi",

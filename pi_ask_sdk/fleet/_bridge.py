@@ -28,6 +28,7 @@ from ._transport import NatsTransport
 from .connection import NatsOptions, close_nats, connect_nats, ensure_streams
 from .errors import FleetUnavailable
 from .follow import Follower
+from .groups import Group
 from .liveness import Beater, Liveness
 from .protocol import (
     ENCODER,
@@ -75,6 +76,13 @@ class Fleet:
     skips creating the streams (a bridge whose NATS user may not). ``idle_heartbeat`` bounds how
     long a restarted server goes unnoticed by each consumer.
 
+    ``group="name"`` makes this bridge one replica of a group that shares the forms: each form
+    is shown to exactly one live replica of the group (rendezvous hashing of the form over the
+    members heard from: ``pi_ask_sdk.fleet.groups``), and the open forms of a replica that
+    says goodbye, dies or freezes for ``PRESENCE_FACTOR`` heartbeat intervals are shown to
+    another. A form is never answered twice (a late submit of a replica that froze is
+    refused by Pi). Without a group every bridge sees every form. Answerers only.
+
     ``transport(host, pid)`` makes a ``NatsTransport`` for one Pi; ``pis()`` lists the Pis up
     now; ``pi_ask_sdk.serve(handler, fleet)`` runs ``handler(client, pi)`` for every Pi, now
     and later (``Fleet`` is its source: ``follow``, ``pi_key``, ``pi_transport``).
@@ -99,9 +107,16 @@ class Fleet:
         idle_heartbeat: float = 1.0,
         setup: bool = True,
         bridge_id: str | None = None,
+        group: str | None = None,
     ) -> None:
         if role not in ("answerer", "observer"):
             raise InvalidArgument("Fleet", "role", '"answerer" or "observer"', role)
+        if group is not None and (not isinstance(group, str) or not group):
+            raise InvalidArgument("Fleet", "group", "a non-empty group name, or None", group)
+        if group is not None and role != "answerer":
+            raise InvalidArgument(
+                "Fleet", "group", "None for an observer (groups share answering)", group
+            )
         if not heartbeat > 0:
             raise InvalidArgument("Fleet", "heartbeat", "a number of seconds above 0", heartbeat)
         if not idle_heartbeat > 0:
@@ -123,6 +138,10 @@ class Fleet:
         self._closed = False
         self._forwarders = Liveness(self._forwarder_changed)  # by host
         self._beater = Beater(self._beat, heartbeat)
+        self._group = (
+            None if group is None else Group(group, self._bridge_id, self._members_changed)
+        )
+        self._group_changed = asyncio.Event()  # replaced at each change of members
 
     # --- lifecycle ---
 
@@ -140,6 +159,8 @@ class Fleet:
             if self._setup:
                 await ensure_streams(self._js, self._names, self._settings, self.url)
             await self._follow_forwarders()
+            if self._group is not None:
+                await self._join_group(nc)
             if self._role == "answerer":
                 await nc.subscribe(self._names.probe, cb=self._on_probe)
                 await self._beater.start()
@@ -154,13 +175,15 @@ class Fleet:
         self._closed = True
         await self._beater.stop()
         self._forwarders.close()
+        if self._group is not None:
+            self._group.close()
         for transport in list(self._transports):
             transport._fleet_closed()
         nc, self._nc = self._nc, None
         if nc is None:
             return
         if self._role == "answerer" and nc.is_connected:
-            bye = Heartbeat(bridge=self._bridge_id, role=self._role, bye=True)
+            bye = Heartbeat(bridge=self._bridge_id, role=self._role, bye=True, group=self.group)
             with contextlib.suppress(nats.errors.Error, OSError):
                 await nc.publish(self._names.bridge(self._bridge_id), ENCODER.encode(bye))
         await close_nats(nc)
@@ -221,6 +244,35 @@ class Fleet:
         """``"answerer"`` (heartbeats make the forwarders open headless forms) or
         ``"observer"``."""
         return self._role
+
+    @property
+    def group(self) -> str | None:
+        """The replica group this bridge shares the forms with, or None (it sees them all)."""
+        return None if self._group is None else self._group.name
+
+    @property
+    def group_members(self) -> tuple[str, ...]:
+        """The bridge ids of the group's live members (this one among them), sorted; just
+        this one without a group."""
+        return (self._bridge_id,) if self._group is None else self._group.members
+
+    async def wait_group(self, count: int, timeout: float) -> tuple[str, ...]:
+        """Wait (at most ``timeout`` s) until the group has at least ``count`` live members,
+        and return them. Raises ``TimeoutError``, or ``InvalidUse`` without a group."""
+        if self._group is None:
+            raise InvalidUse("wait_group", "this Fleet has no group")
+
+        async def enough() -> None:
+            while len(self.group_members) < count:
+                changed = self._group_changed
+                await changed.wait()
+
+        await within(enough(), timeout)
+        return self.group_members
+
+    def owns(self, flow_subject: str) -> bool:
+        """Whether this bridge shows the form on ``flow_subject`` (always, without a group)."""
+        return self._group is None or self._group.owns(flow_subject)
 
     def _attach(self, transport: NatsTransport) -> None:
         self._transports.add(transport)
@@ -304,11 +356,58 @@ class Fleet:
             if transport.host == host:
                 transport._forwarder_gone(self._settings.forwarder_timeout)
 
+    # --- replica group ---
+
+    async def _join_group(self, nc: Client) -> None:
+        """Follow the group's heartbeats, and ask every bridge to beat now: the members are
+        known (they answer the probe at once) before any form is shown, so that a replica
+        that joins does not take every form for a moment."""
+        await nc.subscribe(self._names.all_bridges, cb=self._on_bridge_beat)
+        await nc.publish(self._names.probe, b"")
+        await nc.flush()
+        # The probe's answers come within a round trip; one heartbeat period (at most 1 s)
+        # covers a member busy at that moment. Joining is waiting to hear the group.
+        await asyncio.sleep(min(self._heartbeat, 1.0))
+
+    async def _on_bridge_beat(self, msg: Msg) -> None:
+        group = self._group
+        if group is None:
+            return
+        try:
+            beat = HEARTBEAT_DECODER.decode(msg.data)
+        except msgspec.DecodeError:
+            return
+        if beat.group != group.name or beat.role != "answerer":
+            return
+        if msg.subject != self._names.bridge(beat.bridge):
+            return
+        if beat.bye:
+            group.bye(beat.bridge)
+        else:
+            group.heard(beat.bridge, beat.interval)
+
+    def _members_changed(self) -> None:
+        changed, self._group_changed = self._group_changed, asyncio.Event()
+        changed.set()
+        if self._closed:
+            return
+        log.info(
+            "pi_ask_sdk.fleet: group %r: %d live member(s)",
+            self.group,
+            len(self.group_members),
+        )
+        for transport in list(self._transports):
+            transport._members_changed()
+
     # --- presence ---
 
     async def _beat(self) -> None:
         beat = Heartbeat(
-            bridge=self._bridge_id, role=self._role, interval=self._heartbeat, hosts=self._hosts
+            bridge=self._bridge_id,
+            role=self._role,
+            interval=self._heartbeat,
+            hosts=self._hosts,
+            group=self.group,
         )
         nc = self._nc
         if nc is not None and nc.is_connected:

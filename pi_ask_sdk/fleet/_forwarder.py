@@ -6,9 +6,11 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import os
 import re
 import secrets
 import socket
+from datetime import datetime, timezone
 from pathlib import Path
 from types import TracebackType
 from typing import Final
@@ -27,8 +29,9 @@ from pi_ask_sdk.transports.relay import RelayRole, discover_relays, relay_dir
 from ._link import PiLink, Prior
 from .connection import NatsOptions, close_nats, connect_nats, ensure_streams
 from .delivery import NOT_SENT
-from .errors import FleetUnavailable
+from .errors import FleetHostTaken, FleetUnavailable
 from .follow import Follower
+from .groups import PRESENCE_FACTOR
 from .liveness import Beater, Liveness
 from .protocol import (
     FleetNames,
@@ -65,7 +68,8 @@ class Forwarder:
     Liveness and the host's lease: it heartbeats every ``heartbeat`` seconds on
     ``<p>._forwarder.<host>`` (kept in the FORWARDERS stream), each heartbeat stored only if
     the last one is its own (``protocol``): the host's one forwarder. A second forwarder of
-    the same host waits, silent, following no relay, until the first has been silent for
+    the same host stops (``FleetHostTaken``) as soon as the first beats again; while the first
+    is silent (killed, say) it waits, following no relay, until the first has been silent for
     ``FleetSettings.forwarder_timeout`` (bridges then report that host's Pis ended); one that
     finds its lease taken (it was stopped that long) stops. Submits are the rules of
     ``delivery``: each link answers its Pi's.
@@ -93,7 +97,7 @@ class Forwarder:
         names: FleetNames | None = None,
         settings: FleetSettings | None = None,
         poll: float = 1.0,
-        presence_factor: float = 3.0,
+        presence_factor: float = PRESENCE_FACTOR,
         idle_heartbeat: float = 1.0,
         setup: bool = True,
         heartbeat: float = 1.0,
@@ -242,16 +246,30 @@ class Forwarder:
     async def _take_host(self, stop: asyncio.Event) -> bool:
         """Take the host's lease: our first heartbeat, stored only if the host has none (no
         live forwarder). While another forwarder holds it, wait (its heartbeats expire
-        ``forwarder_timeout`` seconds after its last), at most 60 s, then ``FleetUnavailable``.
+        ``forwarder_timeout`` seconds after its last), at most 60 s, then ``FleetUnavailable``;
+        but as soon as it beats again it is alive, and this one stops (``FleetHostTaken``).
         False when ``stop`` was set meanwhile."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + 60.0
         delay = 0.05
         told = False
+        first_seen: int | None = None  # the holder's heartbeat when we first found the host held
+        interval = self._heartbeat  # the holder's, once read
+        started = loop.time()
         while True:
             if await self._host_free() and await self._publish_beat(expected=0):
                 return True
-            if not told:
+            seen = await self._holder()
+            if seen is not None:
+                seq, beat, age = seen
+                interval = beat.interval
+                if first_seen is None:
+                    first_seen = seq
+                elif seq != first_seen and not beat.bye and beat.forwarder != self.forwarder_id:
+                    # A heartbeat newer than the one we found: not a stale lease, a live one.
+                    raise FleetHostTaken(self.host_id, beat.pid, beat.machine, age)
+            if not told and loop.time() - started > 2 * interval:
+                # (said only once the holder missed a heartbeat: a live one stops us before)
                 told = True
                 log.warning(
                     "pi_ask_sdk.fleet: another forwarder of host %r is running: waiting for it "
@@ -285,6 +303,23 @@ class Forwarder:
             return True
         except (nats.errors.Error, OSError, asyncio.TimeoutError, msgspec.DecodeError):
             return False  # (unreadable now: looked at again)
+
+    async def _holder(self) -> tuple[int, ForwarderBeat, float] | None:
+        """The last heartbeat on the host's subject: its sequence, itself, its age in seconds
+        (None when there is none, or it cannot be read)."""
+        try:
+            last = await self.js.get_last_msg(
+                self.names.forwarders_stream, self.names.forwarder(self.host_id)
+            )
+            beat = msgspec.json.decode(last.data or b"", type=ForwarderBeat)
+        except (nats.errors.Error, OSError, asyncio.TimeoutError, msgspec.DecodeError):
+            return None
+        if last.seq is None:
+            return None
+        age = 0.0
+        if last.time is not None:
+            age = max(0.0, (datetime.now(timezone.utc) - last.time).total_seconds())
+        return last.seq, beat, age
 
     async def _take_submits(self) -> None:
         """Answer the submits of this host's Pis (each link its own Pi's). No queue group: a
@@ -332,6 +367,7 @@ class Forwarder:
         (then ``FleetUnavailable``), or until ``stop``.
 
         Raises:
+            FleetHostTaken: Another forwarder of the host is alive: this one stops.
             FleetUnavailable: Another forwarder kept the host, or took it (this one was
                 stopped past ``forwarder_timeout``), or this host's state cannot be read.
         """
@@ -434,6 +470,8 @@ class Forwarder:
             interval=self._heartbeat,
             pids=[] if bye else self.pids,
             bye=bye,
+            pid=os.getpid(),
+            machine=socket.gethostname(),
         )
         subject = self.names.forwarder(self.host_id)
         headers = {Header.EXPECTED_LAST_SUBJECT_SEQUENCE: str(expected)}

@@ -68,6 +68,11 @@ class FleetConnection(Protocol):
         """The NATS server's URL."""
         ...
 
+    @property
+    def group(self) -> str | None:
+        """The bridge's replica group, or None."""
+        ...
+
     async def open(self) -> None:
         """Connect (a transport that owns its connection opens it)."""
         ...
@@ -82,6 +87,10 @@ class FleetConnection(Protocol):
 
     async def wait_forwarder(self, host: str, timeout: float) -> bool:
         """Whether it does now or within ``timeout`` s (``Fleet.wait_forwarder``)."""
+        ...
+
+    def owns(self, flow_subject: str) -> bool:
+        """Whether this bridge shows that form (its replica group's choice: ``Fleet.owns``)."""
         ...
 
     def _attach(self, transport: NatsTransport) -> None: ...
@@ -109,6 +118,10 @@ class NatsTransport:
     reply in time) it returns, and the submit's result wait decides (``SubmitTimedOut`` at
     worst, never a false "not sent"; a reply that comes later is still delivered).
 
+    In a replica group (``Fleet(..., group=...)``) it shows only the forms its bridge owns
+    (``pi_ask_sdk.fleet.groups``): it keeps the others while they are open, and shows each
+    as a replay once its group's members change so that it owns it.
+
     ``owns_fleet=True`` (what ``pi_transport`` makes) opens the fleet connection in ``open``
     and closes it in ``close``: a transport with a connection of its own, for
     ``SyncBridgeClient``, whose loop is private.
@@ -135,6 +148,10 @@ class NatsTransport:
         self._phase: _Phase = "new"
         self._state: PiState | None = None
         self._snapshot: dict[str, bytes] = {}  # flow subject -> its open started (snapshot)
+        # In a replica group: the open forms another member owns (flow subject -> started),
+        # and those shown to this bridge (until they end).
+        self._kept: dict[str, bytes] = {}
+        self._shown: set[str] = set()
         self._flows: Follower | None = None
         self._inbox = ""  # where the submits' replies come, one subject each
         self._replies: Subscription | None = None
@@ -228,8 +245,8 @@ class NatsTransport:
                 )
             snapshot, self._snapshot = self._snapshot, {}
             self._phase = "live"
-            for body in snapshot.values():  # the forms open now, as replays
-                listener.message(STARTED, body, replay=True)
+            for subject, body in snapshot.items():  # the forms open now, as replays
+                self._started(listener, subject, body, replay=True)
         except BaseException:
             await self._stop("closed")
             raise
@@ -395,13 +412,39 @@ class NatsTransport:
             return
         if flow_kind == "started":
             replay = (msg.headers or {}).get(Header.REPLAY) == "1"
-            listener.message(STARTED, body, replay=replay)
-        elif flow_kind == "completed":
-            listener.message(COMPLETED, body)
+            self._started(listener, msg.subject, body, replay=replay)
+            return
+        self._kept.pop(msg.subject, None)
+        shown = msg.subject in self._shown
+        self._shown.discard(msg.subject)
+        if flow_kind == "completed":
+            if shown or self._fleet.group is None:
+                listener.message(COMPLETED, body)
         elif flow_kind == "too_large":
             self._too_large(body)
         # "gone": the bridge learns it as the host tells it (a submit gets flow_not_found), or
         # with the new epoch that comes with it; nothing here invents a completion.
+
+    def _started(
+        self, listener: TransportListener, subject: str, body: bytes, *, replay: bool
+    ) -> None:
+        if self._fleet.group is None:
+            listener.message(STARTED, body, replay=replay)
+        elif subject in self._shown or self._fleet.owns(subject):
+            self._shown.add(subject)
+            listener.message(STARTED, body, replay=replay)
+        else:
+            self._kept[subject] = body
+
+    def _members_changed(self) -> None:
+        """The replica group's members changed: show each kept form this bridge owns now."""
+        listener = self._listener
+        if listener is None or self._phase != "live":
+            return
+        for subject in [s for s in self._kept if self._fleet.owns(s)]:
+            body = self._kept.pop(subject)
+            self._shown.add(subject)
+            listener.message(STARTED, body, replay=True)
 
     def _on_state(self, body: bytes) -> None:
         try:
@@ -415,6 +458,8 @@ class NatsTransport:
         if state.state != "up":
             self._end("disconnected")
         elif before is not None and before.epoch != state.epoch:
+            self._kept.clear()  # (that session's forms are over)
+            self._shown.clear()
             self._end("session_ended")
 
     def _too_large(self, body: bytes) -> None:

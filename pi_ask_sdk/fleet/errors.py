@@ -5,6 +5,7 @@ BridgeError
 └── TransportUnavailable
     └── FleetError         the fleet over NATS
         ├── FleetUnavailable   NATS or its JetStream cannot be reached or set up
+        ├── FleetHostTaken     another live forwarder serves this host (a forwarder stops)
         └── FleetPiNotFound    no such Pi (host, pid) is up in the fleet
 """
 
@@ -14,7 +15,13 @@ from typing import Literal
 
 from pi_ask_sdk.errors import BridgeError, TransportUnavailable
 
-__all__ = ["FleetError", "FleetPayloadTooLarge", "FleetPiNotFound", "FleetUnavailable"]
+__all__ = [
+    "FleetError",
+    "FleetHostTaken",
+    "FleetPayloadTooLarge",
+    "FleetPiNotFound",
+    "FleetUnavailable",
+]
 
 
 class FleetError(TransportUnavailable):
@@ -29,6 +36,23 @@ class FleetUnavailable(FleetError):
         self.url = url
         self.detail = detail
         super().__init__(f"The fleet at {url} is unavailable: {detail}.")
+
+
+class FleetHostTaken(FleetError):
+    """Another forwarder of ``host`` is alive (it heartbeats): this one stops rather than
+    mirror the same Pis twice. ``pid`` and ``machine`` name the other one (0 and "" when its
+    heartbeat does not say), ``last_beat`` is how many seconds ago it last beat."""
+
+    def __init__(self, host: str, pid: int, machine: str, last_beat: float) -> None:
+        self.host = host
+        self.pid = pid
+        self.machine = machine
+        self.last_beat = last_beat
+        where = f"pid {pid} on machine {machine}" if pid and machine else "another process"
+        super().__init__(
+            f"host {host!r} already has a forwarder ({where}, last beat {last_beat:.1f} s ago); "
+            "this one stops"
+        )
 
 
 class FleetPiNotFound(FleetError):

@@ -329,10 +329,10 @@ class FleetNames:
     def bridge_permissions(self, bridge: str) -> NatsPermissions:
         """What a bridge (``Fleet``, with ``setup=False``) needs: send submits to every host
         and its presence heartbeat, read FLOWS and FORWARDERS, hear the forwarders' heartbeats
-        as they are sent, its own inbox (``inbox(bridge)``: where its submits' replies come).
-        No forwarder subject to publish to: it cannot
-        fake a form, a Pi, a forwarder or a submit-result. ``bridge`` names the NATS user (it
-        need not be ``Fleet``'s ``bridge_id``)."""
+        as they are sent, its own inbox (``inbox(bridge)``: where its submits' replies come),
+        and the bridges' heartbeats (a replica group's members). No forwarder subject to
+        publish to: it cannot fake a form, a Pi, a forwarder or a submit-result. ``bridge``
+        names the NATS user (it need not be ``Fleet``'s ``bridge_id``)."""
         return {
             "publish": [
                 f"{self.prefix}.*.*.submit",
@@ -340,7 +340,12 @@ class FleetNames:
                 *_reader_api(self.flows_stream),
                 *_reader_api(self.forwarders_stream),
             ],
-            "subscribe": [self.probe, self.all_forwarders, self.inbox(bridge) + ".>"],
+            "subscribe": [
+                self.probe,
+                self.all_forwarders,
+                self.all_bridges,
+                self.inbox(bridge) + ".>",
+            ],
             "allow_responses": False,
         }
 
@@ -478,13 +483,15 @@ class PiState(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
 
 class Heartbeat(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """A bridge's presence on ``<p>._bridge.<bridge>``: it answers (or only observes) forms of
-    ``hosts`` (None: every host) and heartbeats every ``interval`` seconds; ``bye``: it left."""
+    ``hosts`` (None: every host) and heartbeats every ``interval`` seconds; ``bye``: it left.
+    ``group``: the replica group it shares the forms with (``pi_ask_sdk.fleet.groups``)."""
 
     bridge: str
     role: str = "answerer"
     interval: float = 1.0
     hosts: list[str] | None = None
     bye: bool = False
+    group: str | None = None
 
 
 class ForwarderBeat(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -497,6 +504,8 @@ class ForwarderBeat(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=Tru
     interval: float = 1.0
     pids: list[int] = []
     bye: bool = False
+    pid: int = 0  # the forwarder's process and machine: a second forwarder names them
+    machine: str = ""
 
 
 class TooLarge(msgspec.Struct, frozen=True, kw_only=True):

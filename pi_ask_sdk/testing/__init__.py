@@ -19,8 +19,10 @@ four channels is recorded (as decoded JSON) for assertions.
 This module is the face; the code lives in modules named for what they hold: ``_fake_host``
 (``FakeHost``), ``_scripted`` (``ScriptedTransport``), ``_conformance`` (``check_transport``),
 ``_params`` (``AskParams``, ``yes_no_params``) and ``_unchecked`` (``unchecked_answer``). Beside
-them: ``errors`` (the tooling's errors), ``standin`` (the stand-in host), ``realpi`` (the real-Pi
-kit), ``pytest_plugin`` and ``nats_server``.
+them: ``errors`` (the tooling's errors), ``fleet`` (``FakeFleet``: a fleet bridge's handler
+under ``serve`` without a NATS server; needs the ``nats`` extra, so it is imported from there),
+``standin`` (the stand-in host), ``realpi`` (the real-Pi kit), ``pytest_plugin`` and
+``nats_server``.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ from tests.relay.fake_relay import FakeRelay
 
 SNIPPETS = doc_snippets()
 REAL_PI = {"real-pi_2", "real-pi_3"}  # tests/integration/test_doc_snippets_real_pi.py
-FLEET = {"fleet_1"}  # tests/fleet/test_doc_snippets_fleet.py (a real nats-server)
+FLEET = {"fleet_1", "fleet_2"}  # tests/fleet/test_doc_snippets_fleet.py (nats-py, a server)
 BOUND = 60.0
 
 FORM: AskParams = {

@@ -208,7 +208,6 @@ async def test_doctor_fails_a_host_whose_forwarder_is_gone_while_its_pis_are_up(
             "1 Pi(s) up on 1 host(s), 0 open form(s); 1 Pi(s) up on 1 host(s) whose "
             "forwarder is gone cannot be answered",
         )
-        assert found.observers == []  # an observer fleet closed: nothing alive
         await second.stop_forwarder()
         found = await survey_fleet(NatsOptions(nats_server.url), listen=0.1)
         checks = {check.what: check for check in fleet_checks(found)}

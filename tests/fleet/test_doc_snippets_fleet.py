@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -64,3 +65,19 @@ async def test_the_fleet_guide_bridge_denies_deploys_on_every_host(
         proc.wait(10)
         reader.join(10)
         await other.close()
+
+
+def test_the_fleet_guide_fake_fleet_test_passes_under_pytest(tmp_path: Path) -> None:
+    """The guide's test of a handler on a ``FakeFleet`` (no server) passes as written."""
+    script = tmp_path / "test_fleet_handler.py"
+    script.write_text(doc_snippets()["fleet_2"], encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(script)],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 passed" in done.stdout

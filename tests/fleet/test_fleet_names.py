@@ -57,6 +57,8 @@ def test_neither_the_sdk_nor_the_cli_load_nats() -> None:
         "import pi_ask_sdk.cli\n"
         "assert 'nats' not in sys.modules\n"
         "import pi_ask_sdk.fleet\n"
+        "assert 'nats' not in sys.modules\n"
+        "pi_ask_sdk.fleet.Fleet\n"
         "assert 'nats' in sys.modules\n"
     )
     done = subprocess.run(

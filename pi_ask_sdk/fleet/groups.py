@@ -1,0 +1,125 @@
+"""Replica groups: several replicas of one bridge share the forms (``Fleet(..., group=...)``).
+
+Each form goes to exactly one live replica of its group, chosen by rendezvous
+(highest-random-weight) hashing of the form's flow subject over the group's live members:
+every replica computes the same owner from the same members, with no coordination and no
+store. A replica's view of its group is a ``Liveness`` table of the members' presence
+heartbeats (the heartbeats every answering bridge already sends, now naming its group): a
+member is gone ``PRESENCE_FACTOR`` of its heartbeat intervals after its last heartbeat, or at
+once when it says goodbye.
+
+Why hashing and not a JetStream work queue: the forms are already in FLOWS, one subject each,
+and each replica already reads its Pis' forms (snapshot then tail) and its peers' heartbeats;
+hashing adds no stream, no message and no round trip per form, so a group's throughput scales
+with its replicas. What it gives up is a single arbiter: two replicas may briefly disagree on a
+form's owner (one froze and resumed, one just joined). That can only make a form shown to two
+replicas, never to none, and never answered twice: the host's one forwarder applies a request
+at most once, and Pi refuses a second submit to an answered form (``flow_not_found``).
+
+The rules (``NatsTransport`` applies them to its Pi's forms):
+
+- a form is shown (its ``started``) by the replica that owns it, when it starts or when the
+  replica's snapshot is read;
+- a form a replica does not own is kept (its ``started``) while it is open; when the members
+  change (one left or expired, one joined) the replica shows each kept form it now owns, as a
+  replay;
+- a form once shown stays shown until it ends (a replica never takes a form back from its
+  handler): a member that joins takes over only forms not yet shown, as far as it knows, so a
+  form open while a member joins may be shown to its old owner and to the newcomer; whichever
+  answers first wins, the other's submit is refused.
+
+Rendezvous hashing is stable: a member that leaves moves only its own forms (each to the
+member that ranked second for it), one that joins takes only forms that now rank it first.
+Groups apply to answerers only: an observer sees every form (``Fleet`` refuses a group with
+``role="observer"``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable
+from typing import Final
+
+from .liveness import Liveness
+
+__all__ = ["PRESENCE_FACTOR", "Group", "owner"]
+
+PRESENCE_FACTOR: Final = 3.0
+"""A bridge counts as gone this many of its heartbeat intervals after its last heartbeat."""
+
+
+def _weight(member: str, key: str) -> bytes:
+    return hashlib.blake2b(f"{member}\0{key}".encode(), digest_size=8).digest()
+
+
+def owner(key: str, members: Iterable[str]) -> str:
+    """The member that owns ``key`` (a form's flow subject): the one of highest weight
+    (rendezvous hashing), ties broken by the member id. ``members`` must not be empty.
+
+    Raises:
+        ValueError: ``members`` is empty.
+    """
+    best = max(members, key=lambda member: (_weight(member, key), member), default=None)
+    if best is None:
+        raise ValueError("owner: a group has at least one member")
+    return best
+
+
+class Group:
+    """One replica's view of its group: itself (always a member) and the members heard from
+    within their presence timeout. ``on_change()`` is called whenever the view changes.
+
+    A replica also hears its own heartbeat (through the server). While it has not heard itself
+    within its own presence timeout (it was stopped, or its connection is down) it counts
+    nobody gone: the silence is its own, not theirs; the members it did not hear meanwhile are
+    counted gone once it hears itself again (by then their heartbeats sent meanwhile, which
+    came before its own, have been heard). So a replica resumed after a freeze does not take
+    every open form for a moment."""
+
+    def __init__(self, name: str, me: str, on_change: Callable[[], None]) -> None:
+        self.name = name
+        self.me = me
+        self._on_change = on_change
+        self._members = Liveness(self._changed)  # itself among them
+        self._unsure: set[str] = set()  # silent while this replica was not hearing itself
+        self._view: tuple[str, ...] = (me,)
+
+    def heard(self, member: str, interval: float) -> None:
+        """A heartbeat of ``member`` (every ``interval`` seconds), or this replica's own."""
+        self._members.heard(member, max(0.05, interval) * PRESENCE_FACTOR)
+
+    def bye(self, member: str) -> None:
+        """``member`` left."""
+        self._unsure.discard(member)
+        if not self._members.forget(member):
+            self._update()
+
+    @property
+    def members(self) -> tuple[str, ...]:
+        """The live members, this replica among them, sorted."""
+        return self._view
+
+    def owns(self, key: str) -> bool:
+        """Whether this replica owns ``key`` (a form's flow subject) now."""
+        return len(self._view) == 1 or owner(key, self._view) == self.me
+
+    def close(self) -> None:
+        """Stop every expiry; ``on_change`` is not called any more."""
+        self._members.close()
+
+    def _changed(self, member: str, alive: bool) -> None:
+        if member == self.me:
+            if alive:  # hearing itself again: the silences it doubted are real
+                self._unsure.clear()
+        elif alive:
+            self._unsure.discard(member)
+        elif self._members.overdue(self.me):
+            self._unsure.add(member)
+        self._update()
+
+    def _update(self) -> None:
+        others = {m for m in self._members.keys if m != self.me} | self._unsure
+        view = tuple(sorted({self.me, *others}))
+        if view != self._view:
+            self._view = view
+            self._on_change()
