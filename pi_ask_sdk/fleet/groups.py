@@ -40,6 +40,8 @@ import hashlib
 from collections.abc import Callable, Iterable
 from typing import Final
 
+from pi_ask_sdk.errors import InvalidArgument
+
 from .liveness import Liveness
 
 __all__ = ["PRESENCE_FACTOR", "Group", "owner"]
@@ -57,11 +59,11 @@ def owner(key: str, members: Iterable[str]) -> str:
     (rendezvous hashing), ties broken by the member id. ``members`` must not be empty.
 
     Raises:
-        ValueError: ``members`` is empty.
+        InvalidArgument: ``members`` is empty (also a ``ValueError``).
     """
     best = max(members, key=lambda member: (_weight(member, key), member), default=None)
     if best is None:
-        raise ValueError("owner: a group has at least one member")
+        raise InvalidArgument("owner", "members", "at least one member", [])
     return best
 
 
