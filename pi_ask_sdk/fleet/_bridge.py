@@ -137,6 +137,7 @@ class Fleet:
         self._transports: set[NatsTransport] = set()
         self._closed = False
         self._forwarders = Liveness(self._forwarder_changed)  # by host
+        self._next_beat: dict[str, asyncio.Event] = {}  # by host: set by its next heartbeat
         self._beater = Beater(self._beat, heartbeat)
         self._group = (
             None if group is None else Group(group, self._bridge_id, self._members_changed)
@@ -317,6 +318,17 @@ class Fleet:
         delivered first)."""
         return await self._forwarders.wait(host, timeout)
 
+    async def next_forwarder_beat(self, host: str, timeout: float) -> bool:
+        """Whether ``host``'s forwarder heartbeats again (a goodbye does not count) within
+        ``timeout`` seconds (a forwarder that has just taken the host heartbeats before it
+        takes its submits: a submit that found nobody is sent again at its next heartbeat)."""
+        event = self._next_beat.setdefault(host, asyncio.Event())
+        try:
+            await within(event.wait(), timeout)
+        except asyncio.TimeoutError:
+            return False
+        return True
+
     def watch_forwarders(self, watcher: Callable[[str, bool], None]) -> Callable[[], None]:
         """Call ``watcher(host, alive)`` whenever a host's forwarder comes (back) or is counted
         gone; returns what stops it."""
@@ -332,6 +344,10 @@ class Fleet:
         if msg.subject != self._names.forwarder(host):
             return
         self._forwarders.heard(host, self._settings.forwarder_timeout)
+        if not beat.bye:
+            event = self._next_beat.pop(host, None)
+            if event is not None:
+                event.set()
 
     def _forwarder_changed(self, host: str, alive: bool) -> None:
         if alive or self._closed:

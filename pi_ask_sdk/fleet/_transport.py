@@ -89,6 +89,10 @@ class FleetConnection(Protocol):
         """Whether it does now or within ``timeout`` s (``Fleet.wait_forwarder``)."""
         ...
 
+    async def next_forwarder_beat(self, host: str, timeout: float) -> bool:
+        """Whether it heartbeats again within ``timeout`` s (``Fleet.next_forwarder_beat``)."""
+        ...
+
     def owns(self, flow_subject: str) -> bool:
         """Whether this bridge shows that form (its replica group's choice: ``Fleet.owns``)."""
         ...
@@ -112,7 +116,9 @@ class NatsTransport:
 
     ``send`` sends the submit to the Pi's host as a core NATS request to its one forwarder,
     which answers with the submit-result (``pi_ask_sdk.fleet.delivery`` draws every case): it
-    waits at most ``send_timeout`` seconds for a live forwarder and for the reply. Raises
+    waits at most ``send_timeout`` seconds for a live forwarder and for the reply (a "no
+    responders" is sent again at the forwarder's next heartbeat within that time: a forwarder
+    that has just taken the host beats before it takes submits). Raises
     ``FleetPayloadTooLarge`` for a submit over the server's ``max_payload`` and
     ``ConnectionLost`` (``SubmitNotSent``) when it surely did not reach Pi; when it may have (no
     reply in time) it returns, and the submit's result wait decides (``SubmitTimedOut`` at
@@ -273,6 +279,37 @@ class NatsTransport:
                 "disconnected",
                 f"no forwarder of host {self._host!r} within {self._send_timeout:g} s: not sent",
             )
+        while True:
+            if self._phase != "live":  # (ended or closed while it waited for a heartbeat)
+                raise ConnectionLost("disconnected", f"not following Pi {self._pid}: not sent")
+            reply = await self._request(nc, body, headers, deadline)
+            if reply is None:
+                log.info(
+                    "pi_ask_sdk.fleet: no reply from the forwarder of %r to a submit for Pi %d "
+                    "within %g s; it may still come",
+                    self._host,
+                    self._pid,
+                    self._send_timeout,
+                )
+                return
+            if _no_responders(reply) and await fleet.next_forwarder_beat(
+                self._host, deadline - loop.time()
+            ):
+                # Nobody received it: a forwarder that has just taken the host heartbeats
+                # before it takes submits. It beat again: send again (still at most once).
+                continue
+            not_sent = self._not_sent(reply)
+            if not_sent:
+                raise ConnectionLost("disconnected", not_sent)
+            self._deliver_result(reply)
+            return
+
+    async def _request(
+        self, nc: Client, body: bytes, headers: dict[str, str], deadline: float
+    ) -> Msg | None:
+        """Publish the submit with a reply subject of its own; its reply, or None when none
+        came by ``deadline`` (one that comes later is still delivered)."""
+        loop = asyncio.get_running_loop()
         self._sends += 1
         token = str(self._sends)
         reply: asyncio.Future[Msg] = loop.create_future()
@@ -282,7 +319,7 @@ class NatsTransport:
         try:
             try:
                 await nc.publish(
-                    fleet.names.submit(self._host, self._pid),
+                    self._fleet.names.submit(self._host, self._pid),
                     body,
                     reply=f"{self._inbox}.{token}",
                     headers=headers or None,
@@ -299,25 +336,15 @@ class NatsTransport:
                 self._waiting[token] = None  # a late reply is still delivered
         if not reply.done():
             reply.cancel()
-            log.info(
-                "pi_ask_sdk.fleet: no reply from the forwarder of %r to a submit for Pi %d within "
-                "%g s; it may still come",
-                self._host,
-                self._pid,
-                self._send_timeout,
-            )
-            return
+            return None
         self._waiting.pop(token, None)
-        not_sent = self._not_sent(reply.result())
-        if not_sent:
-            raise ConnectionLost("disconnected", not_sent)
-        self._deliver_result(reply.result())
+        return reply.result()
 
     @staticmethod
     def _not_sent(msg: Msg) -> str:
         """Why ``msg`` (a submit's reply) says the submit was not given to Pi, or ``""``."""
         headers = msg.headers or {}
-        if headers.get(JsCode.STATUS) == JsCode.NO_RESPONDERS:
+        if _no_responders(msg):
             return "no forwarder took it (it has just gone): not sent"
         if headers.get(Header.STATUS) == NOT_SENT:
             return msg.data.decode("utf-8", "replace") or "not sent"
@@ -485,3 +512,8 @@ class NatsTransport:
         if listener is None or self._phase != "live" or body is None:
             return
         listener.message(SUBMIT_RESULT, body)
+
+
+def _no_responders(msg: Msg) -> bool:
+    """Whether ``msg`` is the server's "no responders": nobody received the request."""
+    return (msg.headers or {}).get(JsCode.STATUS) == JsCode.NO_RESPONDERS

@@ -14,8 +14,13 @@ the bridge sees                       it means                            ``resp
 ====================================  ==================================  ====================
 no forwarder of the host alive        nothing sent (it waited up to       ``SubmitNotSent``
 within ``send_timeout``               ``send_timeout`` for one)           (safe to retry)
-the server: no responders (503)       nothing sent (the forwarder has     ``SubmitNotSent``
-                                      just gone)
+the server: no responders (503)       nobody received it: sent again      (as its next reply)
+and the host's forwarder heartbeats   (a forwarder that has just taken
+again within ``send_timeout``         the host beats before it takes
+                                      submits)
+the server: no responders (503), no   nothing sent (the forwarder has     ``SubmitNotSent``
+heartbeat (but a goodbye) within      gone)
+``send_timeout``
 a ``not_sent`` reply                  the forwarder did not give it to    ``SubmitNotSent``
                                       Pi (no such Pi followed, its
                                       relay refused, not a submit)
