@@ -176,6 +176,55 @@ async def test_no_forwarder_means_not_sent_within_the_send_timeout(
 
 
 @pytest.mark.asyncio
+async def test_a_submit_racing_a_forwarder_that_has_just_taken_the_host_is_accepted(
+    host: Host, fleet: Fleet, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Holds: a new forwarder between taking the host (its first heartbeat) and taking its
+    submits. A bridge's submit in between reaches nobody (the server's "no responders"); the
+    bridge does not say "not sent" while the host's forwarder heartbeats within its send
+    timeout: it sends again once it beats again, and the submit is accepted, given to Pi once."""
+    relay = await host.start_pi()
+    await taking(host)
+    await fleet.wait_pi("h1", relay.pid)
+    handle = relay.open_form(yes_no_params(), "racing")
+    released = asyncio.Event()
+    take_submits = Forwarder._take_submits
+
+    async def held(forwarder: Forwarder) -> None:
+        await released.wait()
+        await take_submits(forwarder)
+
+    nobody = asyncio.Event()  # the submit found nobody: the bridge waits for a heartbeat
+    next_beat = fleet.next_forwarder_beat
+
+    async def waited(host_id: str, timeout: float) -> bool:
+        nobody.set()
+        return await next_beat(host_id, timeout)
+
+    async with BridgeClient(fleet.transport("h1", relay.pid)) as client:
+        flow = await client.flows().next(timeout=10)
+        await host.stop_forwarder()
+        monkeypatch.setattr(Forwarder, "_take_submits", held)
+        monkeypatch.setattr(fleet, "next_forwarder_beat", waited)
+        back = await host.start_forwarder()
+        responding = asyncio.create_task(
+            client.respond(flow, yes(flow), request_id="r-racing", timeout=20)
+        )
+        # (a bridge that says "not sent" at once ends its respond first)
+        found_nobody = asyncio.create_task(nobody.wait())
+        await asyncio.wait(
+            [responding, found_nobody], timeout=10, return_when=asyncio.FIRST_COMPLETED
+        )
+        found_nobody.cancel()
+        released.set()  # the forwarder takes the submits now
+        await back.wait_taking_submits(20)
+        outcome = await asyncio.wait_for(responding, 30)
+    assert isinstance(outcome, SubmitAccepted), outcome
+    assert relay_answered(relay, handle.flow_id) == 1
+    assert not handle.is_open
+
+
+@pytest.mark.asyncio
 async def test_a_respond_cancelled_while_its_request_waits_ends_at_once(
     host: Host, fleet: Fleet
 ) -> None:
