@@ -43,7 +43,7 @@ def test_every_exported_class_and_function_names_a_public_module_that_has_it(nam
     except ModuleNotFoundError as missing:
         if (missing.name or "").split(".")[0] != "nats":
             raise
-        pytest.skip("needs nats-py (the nats extra; the fleet env has it)")
+        pytest.skip("needs nats-py: tests/fleet/test_fleet_faces.py checks it in the fleet env")
     wrong = []
     for exported, value in exports.items():
         if not isinstance(value, (type, FunctionType)):
