@@ -18,7 +18,7 @@ from pi_ask_sdk.testing.nats_server import NatsServer
 from tests.relay.fake_relay import FakeRelay
 
 if TYPE_CHECKING:
-    from pi_ask_sdk.fleet import Fleet, Forwarder, NatsOptions
+    from pi_ask_sdk.fleet import Fleet, FleetSettings, Forwarder, NatsOptions
 
 
 def _ci() -> bool:
@@ -49,6 +49,7 @@ class Host:
         self.directory = directory
         self.url = url
         self.options: NatsOptions | str = url  # (credentials, for the permission tests)
+        self.settings: FleetSettings | None = None  # (replicas, for the production tests)
         self.host_id = host_id
         self.relays: dict[int, FakeRelay] = {}
         self.pis: dict[int, subprocess.Popen[bytes]] = {}
@@ -83,6 +84,7 @@ class Host:
             self.options,
             host_id=self.host_id,
             directory=self.directory,
+            settings=self.settings,
             poll=poll,
             idle_heartbeat=0.5,
             setup=setup,

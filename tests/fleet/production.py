@@ -14,7 +14,7 @@ from nats.aio.client import Client
 
 from pi_ask_core import FlowHandle
 from pi_ask_sdk import FlowView, SubmitNotSent, SubmitTimedOut
-from pi_ask_sdk.fleet import Fleet, FleetSettings, Forwarder, NatsOptions
+from pi_ask_sdk.fleet import Fleet, FleetSettings, NatsOptions
 from pi_ask_sdk.testing.nats_server import NatsCluster
 from tests.relay.fake_relay import FakeRelay
 
@@ -33,25 +33,6 @@ class SettingsHost(Host):
         super().__init__(directory, options.url, host_id)
         self.options = options
         self.settings = settings
-
-    async def start_forwarder(
-        self, *, poll: float = 0.05, setup: bool = True, max_queued: int = 10_000
-    ) -> Forwarder:
-        forwarder = Forwarder(
-            self.options,
-            host_id=self.host_id,
-            directory=self.directory,
-            settings=self.settings,
-            poll=poll,
-            idle_heartbeat=0.5,
-            setup=setup,
-            max_queued=max_queued,
-        )
-        await forwarder.open()
-        self.forwarder = forwarder
-        self._stop = asyncio.Event()
-        self._run = asyncio.get_running_loop().create_task(forwarder.run(self._stop))
-        return forwarder
 
 
 @dataclass(frozen=True)
