@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import Path
-from typing import Final, Protocol
+from typing import Final, Protocol, cast
 
 import msgspec
 
@@ -102,8 +102,8 @@ class RelayProtocol(asyncio.BufferedProtocol):
     # asyncio callbacks
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # A stream transport, but not always an ``asyncio.Transport`` instance: uvloop's are not.
+        self.transport = cast("asyncio.Transport", transport)
 
     def get_buffer(self, sizehint: int) -> memoryview:
         return self.read_buffer
