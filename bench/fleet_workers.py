@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import inspect
 import json
 import os
 import sys
@@ -67,15 +66,9 @@ from tests.relay.fake_relay import FakeRelay  # noqa: E402
 Handler = Callable[[BridgeClient], Awaitable[None]]
 
 
-def fleet_has_groups() -> bool:
-    """Whether ``Fleet`` takes ``group=`` (bridge replicas sharing the forms)."""
-    return "group" in inspect.signature(Fleet).parameters
-
-
 def open_fleet(url: str, group: str | None = None) -> Fleet:
     """A bridge's fleet (an async context manager), in replica group ``group`` if given."""
-    grouped: dict[str, Any] = {} if group is None else {"group": group}
-    return Fleet(url, **grouped)
+    return Fleet(url, group=group)
 
 
 async def fleet_transport(fleet: Fleet, host: str, pid: int) -> NatsTransport:
@@ -548,9 +541,6 @@ ROLES: dict[str, Callable[[dict[str, Any]], Coroutine[Any, Any, None]]] = {
 
 
 def main() -> int:
-    if sys.argv[1] == "has-groups":
-        say({"groups": fleet_has_groups()})
-        return 0
     role = ROLES.get(sys.argv[1])
     if role is None:
         raise SystemExit(f"unknown role {sys.argv[1]!r}")
