@@ -18,10 +18,6 @@ import pi_ask_core
 import pi_ask_sdk
 from pi_ask_sdk._faces import lazy, publish
 
-NOT_YET: tuple[str, ...] = ()
-"""Faces that still set ``__module__`` by hand in their classes (being rewritten elsewhere); this
-tuple only shrinks."""
-
 
 def public_modules() -> list[str]:
     found: list[str] = []
@@ -35,8 +31,6 @@ def public_modules() -> list[str]:
 
 @pytest.mark.parametrize("name", public_modules())
 def test_every_exported_class_and_function_names_a_public_module_that_has_it(name: str) -> None:
-    if name.startswith(NOT_YET):
-        pytest.skip("this face still sets __module__ in its classes")
     try:
         module = importlib.import_module(name)
         exports = {name: getattr(module, name) for name in getattr(module, "__all__", ())}
