@@ -390,8 +390,12 @@ class FlowHost:
         return tuple(self._active.values())
 
     def get(self, flow_id: str) -> FlowHandle | None:
-        """The open flow with id ``flow_id``, or ``None``."""
-        return self._active.get(flow_id)
+        """The open flow with id ``flow_id``, or ``None``. An id that is not valid UTF-8 text
+        is looked up as its cleaned copy, as ``start`` made it (and as a submit's is)."""
+        handle = self._active.get(flow_id)
+        if handle is None and isinstance(flow_id, str) and not is_plain(flow_id):
+            handle = self._active.get(clean_text(flow_id))
+        return handle
 
     def start(
         self, params: object, *, tool_call_id: str | None = None, source: FlowSource = "tool"
@@ -401,9 +405,18 @@ class FlowHost:
         The flow is registered before ``started`` is emitted, so a submit made from inside a
         ``started`` handler is processed.
 
+        Ids are text like the rest of what the host emits: a ``tool_call_id`` that is not valid
+        UTF-8 text (it holds a lone UTF-16 surrogate, legal in a JavaScript string, or is a
+        ``str`` subclass) is taken as its cleaned copy, lone surrogates as U+FFFD, so the flow
+        id is ``tool:<cleaned id>`` and ``started`` always encodes as JSON. That is the id a
+        bridge sees of the real extension's flow too, since the relay decodes Pi's ``"\\ud800"``
+        escapes the same way; a submit or ``get`` naming the id as given (uncleaned) still
+        finds the flow.
+
         Args:
             params: The ``ask_user`` input: a dict as decoded from JSON, or an ``AskParams``.
-            tool_call_id: The tool call's id; the flow id is then ``tool:<id>`` (else random).
+            tool_call_id: The tool call's id; the flow id is then ``tool:<id>`` (else random),
+                ``<id>`` cleaned as said above.
             source: ``"tool"``, or ``"ask:resume"`` for a form reopened to resume.
 
         Raises:
@@ -419,6 +432,9 @@ class FlowHost:
             )
         except RecursionError:
             raise InvalidForm("schema_error", (Issue(path="$", message=_TOO_DEEP),), None) from None
+        if tool_call_id and not is_plain(tool_call_id):
+            # Emitted in started/completed and a subject token in the fleet: valid text only.
+            tool_call_id = clean_text(tool_call_id)
         flow_id = f"tool:{tool_call_id}" if tool_call_id else _random_flow_id(self._clock())
         self._serial += 1
         handle = FlowHandle(
