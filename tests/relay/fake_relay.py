@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import socket
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,15 @@ from pi_ask_core import (
 )
 
 MAX_LINE_BYTES = 1024 * 1024  # pi-ask-relay.ts
+
+_LONE = re.compile("[\ud800-\udfff]")
+
+
+def js_json(value: object) -> bytes:
+    """``value`` as the relay writes it (``JSON.stringify``): compact, raw UTF-8 (U+2028/U+2029
+    stay unescaped inside strings), and a lone surrogate as a ``\\udXXX`` escape."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return _LONE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode()
 
 
 class FakeRelay:
@@ -174,13 +184,9 @@ class FakeRelay:
                 owner = waiting.pop(0)
                 for writer in self.writers:
                     marked = {**event, "own": writer is owner}
-                    text = json.dumps(marked, ensure_ascii=False, separators=(",", ":"))
-                    writer.write(text.encode() + b"\n")
+                    writer.write(js_json(marked) + b"\n")
                 return
-            # Raw UTF-8 and compact, as the relay writes it (JSON.stringify): U+2028/U+2029 stay
-            # unescaped inside strings.
-            line = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
-            self.send_line(line.encode() + b"\n")
+            self.send_line(js_json(event) + b"\n")
 
         return forward
 
@@ -214,7 +220,7 @@ class FakeRelay:
                 "data": payload,
                 "replay": True,
             }
-            writer.write(json.dumps(event, ensure_ascii=False).encode() + b"\n")
+            writer.write(js_json(event) + b"\n")
             if self.cut_replays:
                 self.cut_replays -= 1
                 await writer.drain()
