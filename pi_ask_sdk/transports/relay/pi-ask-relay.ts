@@ -576,6 +576,16 @@ interface OpenForm {
 	bytes: number;
 }
 
+/** A lone UTF-16 surrogate: legal in a JavaScript string, not valid Unicode. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
+/** `text` as a client holds it: JSON.stringify writes a lone surrogate as an escape such as
+ * "\ud800", which a client (Python, msgspec) decodes as U+FFFD (String.prototype.toWellFormed,
+ * not in Node's ES2022 typings). */
+function asClientsHoldIt(text: string): string {
+	return text.replace(LONE_SURROGATE, "\uFFFD");
+}
+
 function stringField(data: unknown, key: string): string | undefined {
 	if (typeof data !== "object" || data === null || Array.isArray(data)) return undefined;
 	const value = (data as Record<string, unknown>)[key];
@@ -762,8 +772,12 @@ class Relay {
 
 	/** The tool call ended (answered, aborted or failed): its forms are no longer open. */
 	toolCallEnded(toolCallId: string): void {
+		// (A host in Python, the stand-in's, announces the id as clients hold it.)
+		const held = asClientsHoldIt(toolCallId);
 		for (const [flowId, form] of [...this.openForms]) {
-			if (form.toolCallId === toolCallId) this.forgetForm(flowId);
+			if (form.toolCallId === toolCallId || (form.toolCallId !== undefined && asClientsHoldIt(form.toolCallId) === held)) {
+				this.forgetForm(flowId);
+			}
 		}
 	}
 
@@ -870,6 +884,7 @@ class Relay {
 	}
 
 	emitSubmit(client: Client, data: unknown): void {
+		data = this.withHostsFlowId(data);
 		const key = this.addOwner(client, data);
 		try {
 			this.pi.events.emit(CH_SUBMIT, data);
@@ -877,6 +892,19 @@ class Relay {
 			if (key !== undefined) this.dropOwner(client, key);
 			logErrorOnce("emit", `pi.events.emit failed: ${(e as Error)?.message ?? String(e)}`);
 		}
+	}
+
+	/** A client names a form by its id as the client holds it: a lone surrogate in the host's
+	 * flow id (a tool call id holding one: `tool:${toolCallId}`) is U+FFFD there, and the host
+	 * would not know that id. The submit then names the open form's own id, so the form stays
+	 * answerable; the host's verdict echoes its id, which the client decodes as it named it. */
+	private withHostsFlowId(data: unknown): unknown {
+		const flowId = stringField(data, "flowId");
+		if (flowId === undefined || !flowId.includes("\uFFFD") || this.openForms.has(flowId)) return data;
+		for (const id of this.openForms.keys()) {
+			if (id !== flowId && asClientsHoldIt(id) === flowId) return { ...(data as Record<string, unknown>), flowId: id };
+		}
+		return data;
 	}
 
 	forget(client: Client): void {
