@@ -459,7 +459,7 @@ class Fleet:
         states: dict[str, PiState] = {}
 
         def on_state(msg: Msg) -> None:
-            state = _state(msg)
+            state = _state(msg, self._names)
             if state is not None:
                 states[msg.subject] = state
 
@@ -495,7 +495,7 @@ class Fleet:
                 found.set_result(FleetPi._from_state(last[-1]))
 
         def on_state(msg: Msg) -> None:
-            state = _state(msg)
+            state = _state(msg, self._names)
             if state is not None:
                 last.append(state)
                 del last[:-1]
@@ -577,7 +577,7 @@ class Fleet:
                 unserved.pop(key, None)
 
         def on_state(msg: Msg) -> None:
-            state = _state(msg)
+            state = _state(msg, self._names)
             if state is None:
                 return
             key = (state.host, state.pid)
@@ -631,15 +631,26 @@ class Fleet:
         return self.transport(pi.host, pi.pid)
 
 
-def _state(msg: Msg) -> PiState | None:
+def _state(msg: Msg, names: FleetNames) -> PiState | None:
     body = decode_body(msg)
     if body is None:
         return None
     try:
-        return STATE_DECODER.decode(body)
+        state = STATE_DECODER.decode(body)
     except msgspec.DecodeError:
         log.warning("pi_ask_sdk.fleet: skipped a bad state on %s", msg.subject)
         return None
+    # The subject is what NATS permissions guard (each host's forwarder publishes only under its
+    # host): a body naming another host or Pi would let one host's forwarder speak for another.
+    if names.parse(msg.subject) != (state.host, state.pid, "state", ""):
+        log.warning(
+            "pi_ask_sdk.fleet: skipped a state on %s that names another Pi (host %r, pid %d)",
+            msg.subject,
+            state.host,
+            state.pid,
+        )
+        return None
+    return state
 
 
 def pi_transport(

@@ -147,6 +147,7 @@ COMPRESS_OVER: Final = 64 * 1024
 form JSON compresses well, so most forms far over 1 MiB still fit the server's max_payload."""
 
 _HOST_ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+_PID: Final = re.compile(r"0|[1-9][0-9]*")
 _PREFIX: Final = re.compile(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*")
 
 
@@ -356,12 +357,15 @@ class FleetNames:
 
     def parse(self, subject: str) -> tuple[str, int, str, str] | None:
         """``(host, pid, kind, rest)`` of a per-Pi subject (``kind``: state, flow, submit or
-        result; ``rest``: the token after it, or ``""``), or None for anything else."""
+        result; ``rest``: the token after it, or ``""``), or None for anything else (a pid
+        token that is not a plain decimal number, e.g. ``012``)."""
         head = self.prefix + "."
         if not subject.startswith(head):
             return None
         parts = subject[len(head) :].split(".")
-        if len(parts) < 3 or not parts[1].isdigit():
+        # A pid token is a plain decimal number as the forwarder writes it: "012" or "²" (which
+        # str.isdigit takes) would alias a Pi's subjects or fail int().
+        if len(parts) < 3 or _PID.fullmatch(parts[1]) is None:
             return None
         rest = parts[3] if len(parts) > 3 else ""
         return parts[0], int(parts[1]), parts[2], rest
