@@ -159,8 +159,8 @@ class FleetPrinter:
             self._event(host, pid, STARTED, body, replay=replay)
             return
         flow_id = self._flow_ids.pop(subject, None) or flow_id_of(token) or token
-        if not self.live:
-            return  # ended before we looked
+        if not self.live and kind != "too_large":
+            return  # ended before we looked (a too_large marker is a form open now)
         if kind == "completed":
             self._event(host, pid, COMPLETED, body, replay=False)
         elif kind == "gone":
@@ -175,6 +175,8 @@ class FleetPrinter:
             try:
                 info = _TOO_LARGE.decode(body)
                 size = f"{info.size} bytes, over the server's max_payload of {info.limit}"
+                if flow_id == token:  # (a long id's token is its hash: the marker names it)
+                    flow_id = info.flow_id
             except msgspec.DecodeError:
                 size = "over the server's max_payload"
             self._say(

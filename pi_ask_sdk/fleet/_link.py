@@ -44,6 +44,7 @@ from .protocol import FleetNames, FlowKind, Header, JsCode, PiState, TooLarge, e
 
 log: Final = logging.getLogger("pi_ask_sdk.fleet")
 _ENCODER: Final = msgspec.json.Encoder()
+_MARKER_ID: Final = 256  # characters of a flow id a too_large marker keeps when it must
 
 
 class _Owner(Protocol):
@@ -225,7 +226,15 @@ class PiLink:
                 marker = TooLarge(
                     flow_id=event.flow_id, tool_call_id=tool_call, size=exc.size, limit=exc.limit
                 )
-                self._flow(subject, "too_large", _ENCODER.encode(marker))
+                body = _ENCODER.encode(marker)
+                if len(body) + 1024 > exc.limit:
+                    # Ids near the limit in size: the marker must still fit, or no bridge is
+                    # told of the form at all; its flow id is cut, enough to name it.
+                    cut = msgspec.structs.replace(
+                        marker, flow_id=event.flow_id[:_MARKER_ID], tool_call_id=None
+                    )
+                    body = _ENCODER.encode(cut)
+                self._flow(subject, "too_large", body)
         elif channel == COMPLETED:
             event_c = decode_event(COMPLETED, data)
             if not isinstance(event_c, CompletedEvent):

@@ -5,19 +5,27 @@ Real nats-server, forwarder and relays."""
 
 from __future__ import annotations
 
+import base64
 import json
+import logging
+import os
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import nats
 import pytest
 import pytest_asyncio
 from nats.js import JetStreamContext
 
+from pi_ask_sdk import BridgeClient, SubmitAccepted
 from pi_ask_sdk.cli.doctor_fleet import survey_fleet
 from pi_ask_sdk.fleet import Fleet, FleetNames, NatsOptions
-from pi_ask_sdk.testing.nats_server import NatsServer
+from pi_ask_sdk.testing import yes_no_params
+from pi_ask_sdk.testing.nats_server import NatsServer, nats_server
 
 from .conftest import Host
+from .kit import yes
+from .test_attacks import big_form
 from .test_cli_fleet import cli, watching
 
 NAMES = FleetNames()
@@ -107,3 +115,47 @@ async def test_doctor_shows_a_line_break_in_a_pis_cwd_on_its_own_line(
     ]
     assert lines[-1] == "all good"
     assert lines.count("all good") == 1
+
+
+@pytest.mark.asyncio
+async def test_on_a_server_with_a_small_max_payload_every_form_too_large_is_told(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """max_payload 16 KiB: a form of 20 KB of random text, and one whose tool call id alone
+    is 20 000 characters (its marker would not fit either, with both ids in full), stay open
+    in Pi; a bridge is told of each (the marker's flow id cut for the second), a watch started
+    after them lists both as too large, and the forms after them are answered (fails before:
+    the second marker was refused by the server, and the watch's snapshot skipped markers)."""
+    with nats_server(tmp_path / "nats", max_payload=16384) as server:
+        host = Host(tmp_path / "relays", server.url, "h1")
+        host.directory.mkdir(mode=0o700)
+        try:
+            relay = await host.start_pi()
+            await host.start_forwarder()
+            async with Fleet(server.url, heartbeat=0.2) as fleet:
+                await fleet.wait_pi("h1", relay.pid)
+                noise = base64.b64encode(os.urandom(15_000)).decode()
+                with caplog.at_level(logging.ERROR, logger="pi_ask_sdk.fleet"):
+                    async with BridgeClient(fleet.transport("h1", relay.pid)) as client:
+                        flows = client.flows()
+                        big = relay.open_form(big_form(noise), "big")
+                        long = relay.open_form(big_form(noise), "t" * 20_000)
+                        after = relay.open_form(yes_no_params(), "after")
+                        flow = await flows.next(timeout=20)
+                        assert flow.tool_call_id == "after"
+                        outcome = await client.respond(flow, yes(flow), timeout=20)
+                        assert isinstance(outcome, SubmitAccepted)
+                told = [r.getMessage() for r in caplog.records if "no bridge can see it" in r.msg]
+                assert any(f"the form {big.flow_id} " in text for text in told), told
+                assert any(f"the form {long.flow_id[:256]} (" in text for text in told), told
+                assert not any("maximum payload exceeded" in r.getMessage() for r in caplog.records)
+            assert big.is_open
+            assert long.is_open
+            assert after.state == "completed"
+            async with watching(server.url) as (lines, _):
+                tag = f"[h1 pi {relay.pid}] too large"
+                await lines.until(lambda line: line.startswith(f"{tag} {big.flow_id}: "))
+                cut = long.flow_id[:256]  # (its subject's token is a hash: the marker names it)
+                await lines.until(lambda line: line.startswith(f"{tag} {cut}: "))
+        finally:
+            await host.close()
