@@ -293,7 +293,8 @@ def doctor(
         write(json_line(report, indent=2))
     else:
         for check in checks:
-            # (a hello's cwd and versions come from the far end: shown inert)
-            write(f"[{check.status:>4}] {check.what}: {clean(check.detail, multiline=True)}")
+            # (a hello's cwd and versions come from the far end: shown inert, on one line: a line
+            # break in a Pi's cwd must not start a check line of its own)
+            write(f"[{check.status:>4}] {check.what}: {clean(check.detail)}")
         write("all good" if not failed else f"{failed} problem(s) found")
     return 1 if failed else 0

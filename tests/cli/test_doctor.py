@@ -141,3 +141,15 @@ def test_a_directory_too_long_for_a_relay_socket_fails(tmp_path: Path, exists: b
     assert check.status == "fail"
     assert "longer than the 107 bytes a Unix socket path may have" in check.detail
     assert "Set PI_ASK_RELAY_DIR to a shorter directory" in check.detail
+
+
+def test_a_line_break_in_a_far_path_cannot_forge_a_check_line(tmp_path: Path) -> None:
+    # A directory name may hold a line break; a Pi's relay directory (or a relay's cwd) is shown
+    # on its own check's line, the break as an escape.
+    ours, theirs = tmp_path / "ours", tmp_path / "x\n[  ok] answerers: 3"
+    lines: list[str] = []
+    doctor(lines.append, ours, processes=[PiProcessInfo(5, (theirs / "pi-5.sock",), theirs)])
+    output = "\n".join(lines).splitlines()
+    assert not [line for line in output if line.startswith("[  ok] answerers")]
+    [pi_line] = [line for line in output if line.startswith("[warn] pi 5:")]
+    assert "x\\n[  ok] answerers: 3" in pi_line
