@@ -555,7 +555,9 @@ class Fleet:
     ) -> None:
         """Call ``found(pi)`` for every Pi up in the fleet, each that comes up later, and each
         whose host's forwarder is back (its transport ended meanwhile), until ``stop`` is set:
-        the fleet as a source of ``pi_ask_sdk.serving.serve``.
+        the fleet as a source of ``pi_ask_sdk.serving.serve``. Every Pi up is also found again
+        every 0.5 s (a Pi whose handler ended is served again); one whose client fails to open
+        is found again after a delay that doubles, at most every 8 s.
 
         Raises:
             FleetUnavailable: The Pis' states did not come within ``timeout`` seconds.
@@ -617,6 +619,12 @@ class Fleet:
                         unserved.pop(key, None)
                     elif now >= when:
                         unserved[key] = (now + min(delay * 2, 8.0), min(delay * 2, 8.0))
+                        consider(state)
+                # Every other Pi up is looked at again too: one whose handler ended (returned
+                # or raised) while nothing changed in the fleet is served again. In a replica
+                # group its forms go to this bridge alone, so waiting for a change loses them.
+                for key, state in list(states.items()):
+                    if key not in unserved:
                         consider(state)
         finally:
             unwatch()
