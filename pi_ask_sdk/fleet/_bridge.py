@@ -72,7 +72,8 @@ class Fleet:
     ``options`` is a URL or ``NatsOptions`` (credentials, TLS). ``role="answerer"`` (the
     default) heartbeats on ``<prefix>._bridge.<bridge_id>`` every ``heartbeat`` seconds, so the
     forwarders make headless Pis wait for this bridge's answers (``hosts``: only those hosts'
-    forwarders count it; None: all); ``"observer"`` never makes a form wait. ``setup=False``
+    forwarders count it, and ``serve`` serves only their Pis; None: all); ``"observer"`` never
+    makes a form wait. ``setup=False``
     skips creating the streams (a bridge whose NATS user may not). ``idle_heartbeat`` bounds how
     long a restarted server goes unnoticed by each consumer.
 
@@ -555,9 +556,10 @@ class Fleet:
     ) -> None:
         """Call ``found(pi)`` for every Pi up in the fleet, each that comes up later, and each
         whose host's forwarder is back (its transport ended meanwhile), until ``stop`` is set:
-        the fleet as a source of ``pi_ask_sdk.serving.serve``. Every Pi up is also found again
-        every 0.5 s (a Pi whose handler ended is served again); one whose client fails to open
-        is found again after a delay that doubles, at most every 8 s.
+        the fleet as a source of ``pi_ask_sdk.serving.serve``. With ``hosts``, only those
+        hosts' Pis are found (the others' forwarders do not count this bridge). Every Pi up is
+        also found again every 0.5 s (a Pi whose handler ended is served again); one whose
+        client fails to open is found again after a delay that doubles, at most every 8 s.
 
         Raises:
             FleetUnavailable: The Pis' states did not come within ``timeout`` seconds.
@@ -570,6 +572,8 @@ class Fleet:
 
         def consider(state: PiState) -> None:
             key = (state.host, state.pid)
+            if self._hosts is not None and state.host not in self._hosts:
+                return  # not a host this bridge answers for: its forwarder does not count it
             if state.state == "up" and not stop.is_set() and self.forwarder_alive(state.host):
                 if found(FleetPi._from_state(state)):
                     unserved.pop(key, None)

@@ -413,3 +413,40 @@ async def test_serve_looks_again_at_a_pi_whose_open_failed(
         stop.set()
         await asyncio.wait_for(serving, 10)
     assert [pi.pid for pi in made] == [relay.pid, relay.pid]
+
+
+@pytest.mark.asyncio
+async def test_serve_with_hosts_serves_only_those_hosts_pis(
+    host: Host, nats_server: NatsServer
+) -> None:
+    """``Fleet(hosts=["h2"])``: only h2's forwarder counts this bridge, so ``serve`` serves
+    h2's Pis and never h1's (whose forms another bridge answers), neither at the start nor when
+    it looks at every Pi up again."""
+    other = Host(host.directory.parent / "relays2", host.url, "h2")
+    other.directory.mkdir(mode=0o700)
+    try:
+        mine = await other.start_pi()
+        theirs = await host.start_pi()
+        await host.start_forwarder()
+        await other.start_forwarder()
+        calls: list[tuple[str, int]] = []
+        served_again = asyncio.Event()
+
+        async def handler(client: BridgeClient, pi: FleetPi) -> None:
+            calls.append((pi.host, pi.pid))
+            if len(calls) >= 2:
+                served_again.set()  # h2's handler ended and was served again: a full look
+
+        async with Fleet(nats_server.url, hosts=["h2"], heartbeat=0.2) as scoped:
+            await scoped.wait_pi("h1", theirs.pid)
+            await scoped.wait_pi("h2", mine.pid)
+            stop = asyncio.Event()
+            serving = asyncio.create_task(serve(handler, scoped, stop=stop))
+            try:
+                await asyncio.wait_for(served_again.wait(), 10)
+            finally:
+                stop.set()
+                await asyncio.wait_for(serving, 10)
+        assert set(calls) == {("h2", mine.pid)}
+    finally:
+        await other.close()
