@@ -354,13 +354,16 @@ async def wait_forms(client: BridgeClient, ids: list[str]) -> list[FlowView]:
 
 async def timed_submits(client: BridgeClient, flows: list[FlowView], job: dict[str, Any]) -> None:
     """What a bridge's call does, timed: build the answer, ``await client.respond``; warm-up
-    first (untimed), then ``go`` from the parent, then the timed ones; says them."""
+    first (untimed), then for each of ``pauses`` (seconds), at a ``go`` from the parent, the
+    timed ones, each after that pause; says them."""
 
-    async def one_round(count: int, starts: list[float]) -> list[float]:
+    async def one_round(count: int, starts: list[float], pause: float = 0.0) -> list[float]:
         out: list[float] = []
         clock = time.perf_counter
         for n in range(count):
             flow = flows[n % len(flows)]
+            if pause:
+                await asyncio.sleep(pause)
             start = clock()
             outcome = await client.respond(flow, refused(flow), timeout=10)
             out.append(clock() - start)
@@ -371,11 +374,13 @@ async def timed_submits(client: BridgeClient, flows: list[FlowView], job: dict[s
 
     await one_round(int(job["warm"]), [])
     say({"warm": True})
-    await Commands().next()  # go
-    starts: list[float] = []
-    with GcWatch() as watch:
-        samples = await one_round(int(job["count"]), starts)
-    say({"samples": samples, "starts": starts, "gc": watch.report(starts, samples)})
+    commands = Commands()
+    for pause in job["pauses"]:
+        await commands.next()  # go
+        starts: list[float] = []
+        with GcWatch() as watch:
+            samples = await one_round(int(job["count"]), starts, float(pause))
+        say({"samples": samples, "starts": starts, "gc": watch.report(starts, samples)})
 
 
 async def rtt_worker(job: dict[str, Any]) -> None:
@@ -401,16 +406,20 @@ async def nats_worker(job: dict[str, Any]) -> None:
         for _ in range(int(job["warm"])):
             await nc.request(ECHO, body, timeout=10)
         say({"warm": True})
-        await Commands().next()  # go
-        samples: list[float] = []
-        starts: list[float] = []
-        with GcWatch() as watch:
-            for _ in range(int(job["count"])):
-                start = clock()
-                await nc.request(ECHO, body, timeout=10)
-                samples.append(clock() - start)
-                starts.append(start)
-        say({"samples": samples, "gc": watch.report(starts, samples)})
+        commands = Commands()
+        for pause in job["pauses"]:
+            await commands.next()  # go
+            samples: list[float] = []
+            starts: list[float] = []
+            with GcWatch() as watch:
+                for _ in range(int(job["count"])):
+                    if pause:
+                        await asyncio.sleep(float(pause))
+                    start = clock()
+                    await nc.request(ECHO, body, timeout=10)
+                    samples.append(clock() - start)
+                    starts.append(start)
+            say({"samples": samples, "gc": watch.report(starts, samples)})
     finally:
         await nc.close()
 
