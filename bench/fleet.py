@@ -16,25 +16,23 @@ process around the measured part only. One run prints:
   ``await client.respond(flow, answer)`` through ``BridgeClient`` over ``NatsTransport``
   (bridge -> NATS -> forwarder -> relay -> Pi -> back). Each submit is refused as
   ``invalid_answer``, so the form stays open and every submit meets the same state (the forms
-  are opened beforehand, untimed). The floor, measured in the same run, is two parts: a raw
+  are opened beforehand, untimed). The floor, measured in the same run, is the two parts of
+  the fleet's path without the forwarder, in turn, timed in one loop by one process: a raw
   NATS request/reply with a submit-sized body (nats-py's ``request`` against a responder
-  process), and the SDK's own round trip over the relay alone to the same Pi (``BridgeClient``
-  over ``RelayTransport``, the same submits). Each side runs alone (its own processes, started
-  for it: no forwarder is connected while the relay part measures), the sides take turns over
-  several rounds in alternating order, each after an untimed warm-up. Every side is timed in
-  two regimes: paced (a ``PAUSE_S`` pause before each submit, so that every process sleeps
-  between submits, as when forms are answered) and back to back. The targets are the paced
-  ones: back to back, a part alone keeps its two or three processes hot, which the fleet's
-  five cannot be, and each process then costs less CPU per submit than when it sleeps between
-  submits (both regimes' CPU per submit are printed), so it is printed for comparison only.
-  The floor's percentiles are those of the two parts in turn: every pair of their samples
-  summed (a NATS round trip then a relay round trip); the sum of the two parts' own
-  percentiles, a looser floor, is printed beside it. Targets: p50 <= 1.5x and p99 <= 2x the
-  floor. Beside it, where the time goes: the CPU time per submit of every process on each
-  side's path, and the hops of one more fleet round (back to back, not in the figures above)
-  watched by a tap (a plain NATS protocol reader subscribed to the Pi's submit subject and the
-  reply inboxes, and a silent client of the relay socket) that notes, on the
-  monotonic clock all processes share, when each submit passes NATS, when the relay sends its
+  process), then the SDK's own round trip over the relay alone to the same Pi
+  (``BridgeClient`` over ``RelayTransport``, the same submits). So the floor has the fleet's
+  hops and process wake-ups (two NATS legs, two relay legs, five processes each waiting for
+  the others between its turns), and the difference is the fleet's own work. Each part is
+  also timed alone, back to back, and printed beside it (not the floor: a part alone keeps its
+  two or three processes busy and hot, which no process of the fleet's path is, so its CPU
+  per submit and its round trip are lower than inside any chain). Each side runs alone (its
+  own processes, started for it: no forwarder is connected while the floor measures), the
+  sides take turns over several rounds in alternating order, each after an untimed warm-up.
+  Targets: p50 <= 1.5x and p99 <= 2x the floor. Beside it, where the time goes: the CPU time
+  per submit of every process on each side's path, and the hops of one more fleet round (not
+  in the figures above) watched by a tap (a plain NATS protocol reader subscribed to the Pi's
+  submit subject and the reply inboxes, and a silent client of the relay socket) that notes,
+  on the monotonic clock all processes share, when each submit passes NATS, when the relay sends its
   submit-result, and when the reply passes NATS: each hop's p50 (approximate: the tap is one
   more process on the same CPUs; a submit in which it saw a mark late is left out).
 * **one bridge, closed loop**: ``HOSTS`` simulated hosts, each a ``FakeRelay`` (tests/relay: a
@@ -114,13 +112,6 @@ GROUP_TARGET = 2.5
 RSS_TARGET_KIB = 2048.0
 TRACED_TARGET_B_PER_FORM = 16.0
 RT_FORMS = 10
-PAUSE_S = 0.001
-"""The pause before each timed submit of the paced round trips, on every side: each process
-sleeps between submits, as when people answer forms (seconds apart). Back to back, a part
-measured alone keeps its two or three processes hot, and the fleet's five cannot be: each
-process then costs more CPU per submit (bench/fleet.py prints it), so the paced regime is the
-one that compares like with like."""
-PAUSES = (PAUSE_S, 0.0)
 HOSTS = 50
 CLOSED_INFLIGHT = 200
 GROUP_HOSTS = 10
@@ -288,19 +279,9 @@ class Side:
         return ", ".join(f"{name} {statistics.mean(us):.0f}" for name, us in self.cpu.items())
 
 
-class Regime:
-    """The three sides' round trips with one pause before each submit."""
-
-    def __init__(self) -> None:
-        self.fleet, self.nats, self.relay = Side(), Side(), Side()
-
-    def side(self, name: str) -> Side:
-        return {"fleet": self.fleet, "nats": self.nats, "relay": self.relay}[name]
-
-
 def timed(worker: Worker, pids: dict[str, int]) -> tuple[list[float], dict[str, float]]:
-    """A warmed-up timed worker's next round trips, and the CPU per round trip of ``pids``
-    meanwhile."""
+    """A timed worker's round trips, and the CPU per round trip of ``pids`` meanwhile."""
+    worker.read(300)  # warmed up
     cpu = Cpu(pids)
     worker.send({"command": "go"})
     result = worker.read(300)
@@ -359,19 +340,19 @@ def find_pi() -> PiEnv:
 
 def round_trip(
     env: PiEnv, server: NatsServer, base: Path, rounds: int, count: int, warm: int
-) -> tuple[PiEnv, dict[float, Regime], int, list[list[float]]]:
+) -> tuple[PiEnv, dict[str, Side], int, list[list[float]]]:
     relays = make_private_dir(base / "rt-relays")
     url = server.url
     assert server.process is not None
     broker = server.process.pid
-    regimes = {pause: Regime() for pause in PAUSES}
+    sides = {name: Side() for name in ("fleet", "chain", "nats", "relay")}
     with running_pi(env, base / "rt-pi", relay_dir=relays, shared_tmp=base / "pitmp") as pi:
         ids = [pi.open_form(single_question()) for _ in range(RT_FORMS)]
         size = submit_size(ids[0])
-        job = {"forms": ids, "warm": warm, "count": count, "pauses": list(PAUSES)}
+        job = {"forms": ids, "warm": warm, "count": count}
         here = os.getpid()  # the stand-in host's thread
         for n in range(rounds):
-            order = ["fleet", "nats", "relay"]
+            order = list(sides)
             for side in order if n % 2 == 0 else order[::-1]:
                 with workers() as pool:
                     if side == "fleet":
@@ -389,6 +370,18 @@ def round_trip(
                             "Pi": pi.pid,
                             "stand-in": here,
                         }
+                    elif side == "chain":
+                        echo = start(pool, "echo", {"url": url})
+                        echo.read()
+                        chain_job = {**job, "url": url, "size": size, "socket": str(pi.socket_path)}
+                        timer = start(pool, "chain", chain_job)
+                        pids = {
+                            "bridge": timer.pid,
+                            "responder": echo.pid,
+                            "nats-server": broker,
+                            "Pi": pi.pid,
+                            "stand-in": here,
+                        }
                     elif side == "nats":
                         echo = start(pool, "echo", {"url": url})
                         echo.read()
@@ -401,20 +394,14 @@ def round_trip(
                     else:
                         timer = start(pool, "relay", {**job, "socket": str(pi.socket_path)})
                         pids = {"bridge": timer.pid, "Pi": pi.pid, "stand-in": here}
-                    timer.read(300)  # warmed up
-                    for pause in PAUSES:
-                        regimes[pause].side(side).add(*timed(timer, pids))
+                    sides[side].add(*timed(timer, pids))
         with workers() as pool:
             forwarder = start(pool, "forwarders", {"url": url, "hosts": {PI_HOST: str(relays)}})
             forwarder.read()
             tap_job = {"url": url, "socket": str(pi.socket_path), "host": PI_HOST, "pid": pi.pid}
             tap = start(pool, "tap", tap_job)
             tap.read()
-            bridge = start(
-                pool,
-                "rtt",
-                {**job, "pauses": [0.0], "url": url, "host": PI_HOST, "pid": pi.pid},
-            )
+            bridge = start(pool, "rtt", {**job, "url": url, "host": PI_HOST, "pid": pi.pid})
             bridge.read(300)  # warmed up
             bridge.send({"command": "go"})
             tapped = bridge.read(300)
@@ -422,7 +409,7 @@ def round_trip(
         for flow_id in ids:
             pi.cancel_form(flow_id)
     hops = segments(tapped["starts"], tapped["samples"], events)
-    return env, regimes, size, hops
+    return env, sides, size, hops
 
 
 # --- one bridge: closed loop, 50 hosts, a replica group ----------------------------------------
@@ -507,72 +494,59 @@ def forwarder_memory(
 
 
 def report_round_trip(
-    env: PiEnv, regimes: dict[float, Regime], size: int, hops: list[list[float]]
+    env: PiEnv, sides: dict[str, Side], size: int, hops: list[list[float]]
 ) -> list[str]:
     missed: list[str] = []
+    fleet, chain, nats_part, relay_part = (sides[k] for k in ("fleet", "chain", "nats", "relay"))
+    paired = summed(nats_part.samples, relay_part.samples)
+    p50f, p99f = fleet.ms(0.5), fleet.ms(0.99)
+    p50n, p99n = nats_part.ms(0.5), nats_part.ms(0.99)
+    p50r, p99r = relay_part.ms(0.5), relay_part.ms(0.99)
+    floor50, floor99 = chain.ms(0.5), chain.ms(0.99)
+    ratio50, ratio99 = p50f / floor50, p99f / floor99
+    ok50, ok99 = ratio50 <= RTT_P50_TARGET, ratio99 <= RTT_P99_TARGET
     print(
-        f"round trip with a real Pi ({env.version}, {env.flavour}),"
-        f" {len(regimes[PAUSE_S].fleet.samples)} submits per side and regime, GC on (ms):"
+        f"round trip with a real Pi ({env.version}, {env.flavour}), {len(fleet.samples)} submits"
+        " per side, GC on (ms):"
     )
-    for pause, regime in regimes.items():
-        if pause:
-            print(
-                f"  paced, the targets: {pause * 1e3:g} ms pause before each submit on every side"
-                " (every process idle between submits, as when forms are answered)"
-            )
-        else:
-            print(
-                "  back to back, for comparison (no target): no pause (a part alone keeps its"
-                " few processes hot, which the fleet's longer chain cannot)"
-            )
-        fleet, nats_part, relay_part = regime.fleet, regime.nats, regime.relay
-        floor = summed(nats_part.samples, relay_part.samples)
-        p50f, p99f = fleet.ms(0.5), fleet.ms(0.99)
-        p50n, p99n = nats_part.ms(0.5), nats_part.ms(0.99)
-        p50r, p99r = relay_part.ms(0.5), relay_part.ms(0.99)
-        floor50, floor99 = percentile(floor, 0.5) * 1e3, percentile(floor, 0.99) * 1e3
-        ratio50, ratio99 = p50f / floor50, p99f / floor99
-        rows = [
-            ("fleet (BridgeClient/NatsTransport -> NATS -> forwarder -> relay -> Pi)", p50f, p99f),
-            (f"floor part: raw NATS request/reply ({size} B body)", p50n, p99n),
-            ("floor part: SDK over the relay alone (BridgeClient/RelayTransport)", p50r, p99r),
-            ("floor: the two parts in turn", floor50, floor99),
-        ]
-        for name, p50, p99 in rows:
-            print(f"    {name:<72} p50 {p50:.3f}  p99 {p99:.3f}")
-        print(
-            f"      (the sums of the two parts' percentiles, a looser floor: p50"
-            f" {p50n + p50r:.3f}  p99 {p99n + p99r:.3f})"
-        )
-        if pause:
-            ok50, ok99 = ratio50 <= RTT_P50_TARGET, ratio99 <= RTT_P99_TARGET
-            print(
-                f"    fleet/floor p50 ratio {ratio50:.2f} (target <= {RTT_P50_TARGET})"
-                f" {verdict(ok50)}; p99 ratio {ratio99:.2f} (target <= {RTT_P99_TARGET})"
-                f" {verdict(ok99)}"
-            )
-            if not ok50:
-                missed.append(f"round trip p50 {ratio50:.2f}x the floor > {RTT_P50_TARGET}x")
-            if not ok99:
-                missed.append(f"round trip p99 {ratio99:.2f}x the floor > {RTT_P99_TARGET}x")
-        else:
-            print(f"    fleet/floor p50 ratio {ratio50:.2f}; p99 ratio {ratio99:.2f}")
-        print(f"    cpu per submit (us): fleet: {fleet.cpu_line()}")
-        print(f"                         relay alone: {relay_part.cpu_line()}")
-        print(f"                         NATS alone: {nats_part.cpu_line()}")
-        print(
-            f"    where the fleet's p50 goes: the relay part {p50r:.3f} + the NATS part"
-            f" {p50n:.3f} + the fleet's own work {p50f - p50r - p50n:+.3f} ms"
-        )
+    rows = [
+        ("fleet (BridgeClient/NatsTransport -> NATS -> forwarder -> relay -> Pi)", p50f, p99f),
+        ("floor: the two parts in turn, timed in one loop", floor50, floor99),
+        (f"  part alone: raw NATS request/reply ({size} B body)", p50n, p99n),
+        ("  part alone: SDK over the relay (BridgeClient/RelayTransport)", p50r, p99r),
+    ]
+    for name, p50, p99 in rows:
+        print(f"  {name:<72} p50 {p50:.3f}  p99 {p99:.3f}")
+    print(
+        f"    (the parts alone, their samples paired: p50 {percentile(paired, 0.5) * 1e3:.3f}"
+        f"  p99 {percentile(paired, 0.99) * 1e3:.3f}; their percentiles summed: p50"
+        f" {p50n + p50r:.3f}  p99 {p99n + p99r:.3f})"
+    )
+    print(
+        f"  fleet/floor p50 ratio {ratio50:.2f} (target <= {RTT_P50_TARGET}) {verdict(ok50)}; "
+        f"p99 ratio {ratio99:.2f} (target <= {RTT_P99_TARGET}) {verdict(ok99)}"
+    )
+    print(f"  cpu per submit (us): fleet: {fleet.cpu_line()}")
+    print(f"                       floor: {chain.cpu_line()}")
+    print(f"                       relay alone: {relay_part.cpu_line()}")
+    print(f"                       NATS alone: {nats_part.cpu_line()}")
+    print(
+        f"  where the fleet's p50 goes: the floor {floor50:.3f} + the fleet's own work"
+        f" {p50f - floor50:+.3f} ms (the parts alone: relay {p50r:.3f}, NATS {p50n:.3f})"
+    )
     if hops[0]:
         print(
-            "  per hop, p50 of each (another round, back to back, a tap on NATS and on the relay,"
-            f" {len(hops[0])} submits; ms):"
+            f"  per hop, p50 of each (another round, a tap on NATS and on the relay, {len(hops[0])}"
+            " submits; ms):"
         )
         for name, took in zip(HOPS, hops, strict=True):
             print(f"    {name:<58} {percentile(took, 0.5) * 1e3:.3f}")
     else:
         print("  per hop: the tap saw no submit whole")
+    if not ok50:
+        missed.append(f"round trip p50 {ratio50:.2f}x the floor > {RTT_P50_TARGET}x")
+    if not ok99:
+        missed.append(f"round trip p99 {ratio99:.2f}x the floor > {RTT_P99_TARGET}x")
     return missed
 
 

@@ -110,7 +110,7 @@ def main() -> int:
             relays = make_private_dir(base / "relays")
             with running_pi(env, base / "pi", relay_dir=relays, shared_tmp=base / "pitmp") as pi:
                 ids = [pi.open_form(single_question()) for _ in range(RT_FORMS)]
-                job = {"forms": ids, "warm": 500, "count": args.count, "pauses": [0.0]}
+                job = {"forms": ids, "warm": 500, "count": args.count}
                 with workers() as pool:
                     forwarder = start(
                         pool, "forwarders", {"url": server.url, "hosts": {PI_HOST: str(relays)}}

@@ -12,9 +12,10 @@ Each prints JSON lines on stdout and reads JSON commands on stdin (end of input:
 * ``tap``: watches NATS and a relay socket, for the round trip's per-hop breakdown.
 * timed round trips, each in a process of its own: ``rtt`` (``BridgeClient`` over the fleet's
   ``NatsTransport``), ``relay`` (``BridgeClient`` over ``RelayTransport``, straight to the Pi's
-  relay) and ``nats`` (raw request/reply). Each warms up, says ``{"warm": ...}``, waits for
-  ``go`` (so the parent reads every process's CPU time around the timed part only), then
-  times its round trips and says them.
+  relay), ``nats`` (raw request/reply) and ``chain`` (the floor: a raw request/reply then a
+  ``RelayTransport`` round trip, in turn, timed as one). Each warms up, says
+  ``{"warm": ...}``, waits for ``go`` (so the parent reads every process's CPU time around the
+  timed part only), then times its round trips and says them.
 
 Every use of the fleet's API is in the section "the fleet's API" below: the rest of the bench
 knows nothing of where the fleet's names live.
@@ -39,6 +40,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import nats  # noqa: E402
+from nats.aio.client import Client as NatsClient  # noqa: E402
 from nats.aio.msg import Msg  # noqa: E402
 from relay_gc import GcWatch  # noqa: E402  (bench/, this script's directory)
 
@@ -352,35 +354,52 @@ async def wait_forms(client: BridgeClient, ids: list[str]) -> list[FlowView]:
     return [views[i] for i in ids]
 
 
-async def timed_submits(client: BridgeClient, flows: list[FlowView], job: dict[str, Any]) -> None:
-    """What a bridge's call does, timed: build the answer, ``await client.respond``; warm-up
-    first (untimed), then for each of ``pauses`` (seconds), at a ``go`` from the parent, the
-    timed ones, each after that pause; says them."""
+async def timed_calls(call: Callable[[int], Awaitable[None]], job: dict[str, Any]) -> None:
+    """``call(n)`` timed: ``warm`` calls first (untimed), then, at a ``go`` from the parent,
+    ``count`` timed calls back to back; says them."""
 
-    async def one_round(count: int, starts: list[float], pause: float = 0.0) -> list[float]:
+    async def one_round(count: int, starts: list[float]) -> list[float]:
         out: list[float] = []
         clock = time.perf_counter
         for n in range(count):
-            flow = flows[n % len(flows)]
-            if pause:
-                await asyncio.sleep(pause)
             start = clock()
-            outcome = await client.respond(flow, refused(flow), timeout=10)
+            await call(n)
             out.append(clock() - start)
             starts.append(start)
-            if not isinstance(outcome, SubmitRejected) or outcome.error != "invalid_answer":
-                raise RuntimeError(f"expected an invalid_answer refusal, got {outcome!r}")
         return out
 
     await one_round(int(job["warm"]), [])
     say({"warm": True})
-    commands = Commands()
-    for pause in job["pauses"]:
-        await commands.next()  # go
-        starts: list[float] = []
-        with GcWatch() as watch:
-            samples = await one_round(int(job["count"]), starts, float(pause))
-        say({"samples": samples, "starts": starts, "gc": watch.report(starts, samples)})
+    await Commands().next()  # go
+    starts: list[float] = []
+    with GcWatch() as watch:
+        samples = await one_round(int(job["count"]), starts)
+    say({"samples": samples, "starts": starts, "gc": watch.report(starts, samples)})
+
+
+def respond_refused(
+    client: BridgeClient, flows: list[FlowView]
+) -> Callable[[int], Awaitable[None]]:
+    """What a bridge's call does: build the answer, ``await client.respond`` (refused as
+    ``invalid_answer``, so the form stays open), to the forms in turn."""
+
+    async def call(n: int) -> None:
+        flow = flows[n % len(flows)]
+        outcome = await client.respond(flow, refused(flow), timeout=10)
+        if not isinstance(outcome, SubmitRejected) or outcome.error != "invalid_answer":
+            raise RuntimeError(f"expected an invalid_answer refusal, got {outcome!r}")
+
+    return call
+
+
+def nats_request(nc: NatsClient, size: int) -> Callable[[int], Awaitable[None]]:
+    """A raw NATS request/reply with a ``size``-byte body (a submit's), to the echo worker."""
+    body = b"x" * size
+
+    async def call(n: int) -> None:
+        await nc.request(ECHO, body, timeout=10)
+
+    return call
 
 
 async def rtt_worker(job: dict[str, Any]) -> None:
@@ -388,38 +407,42 @@ async def rtt_worker(job: dict[str, Any]) -> None:
     async with open_fleet(job["url"]) as fleet:
         transport = await fleet_transport(fleet, job["host"], int(job["pid"]))
         async with BridgeClient(transport) as client:
-            await timed_submits(client, await wait_forms(client, list(job["forms"])), job)
+            flows = await wait_forms(client, list(job["forms"]))
+            await timed_calls(respond_refused(client, flows), job)
 
 
 async def relay_worker(job: dict[str, Any]) -> None:
     """Timed ``client.respond`` over the relay alone (``BridgeClient`` over ``RelayTransport``)."""
     async with BridgeClient(RelayTransport(Path(job["socket"]))) as client:
-        await timed_submits(client, await wait_forms(client, list(job["forms"])), job)
+        flows = await wait_forms(client, list(job["forms"]))
+        await timed_calls(respond_refused(client, flows), job)
 
 
 async def nats_worker(job: dict[str, Any]) -> None:
-    """Timed raw NATS request/reply with a submit-sized body: the broker's floor."""
+    """Timed raw NATS request/reply with a submit-sized body: the broker's floor part."""
     nc = await nats.connect(job["url"], name="bench floor")
     try:
-        body = b"x" * int(job["size"])
-        clock = time.perf_counter
-        for _ in range(int(job["warm"])):
-            await nc.request(ECHO, body, timeout=10)
-        say({"warm": True})
-        commands = Commands()
-        for pause in job["pauses"]:
-            await commands.next()  # go
-            samples: list[float] = []
-            starts: list[float] = []
-            with GcWatch() as watch:
-                for _ in range(int(job["count"])):
-                    if pause:
-                        await asyncio.sleep(float(pause))
-                    start = clock()
-                    await nc.request(ECHO, body, timeout=10)
-                    samples.append(clock() - start)
-                    starts.append(start)
-            say({"samples": samples, "gc": watch.report(starts, samples)})
+        await timed_calls(nats_request(nc, int(job["size"])), job)
+    finally:
+        await nc.close()
+
+
+async def chain_worker(job: dict[str, Any]) -> None:
+    """The floor, timed in one loop: a raw NATS request/reply then ``client.respond`` over the
+    relay alone, each call the two in turn (so every process of the floor waits for the
+    others between its turns, as each of the fleet's does)."""
+    nc = await nats.connect(job["url"], name="bench floor")
+    try:
+        async with BridgeClient(RelayTransport(Path(job["socket"]))) as client:
+            flows = await wait_forms(client, list(job["forms"]))
+            request = nats_request(nc, int(job["size"]))
+            respond = respond_refused(client, flows)
+
+            async def call(n: int) -> None:
+                await request(n)
+                await respond(n)
+
+            await timed_calls(call, job)
     finally:
         await nc.close()
 
@@ -545,6 +568,7 @@ ROLES: dict[str, Callable[[dict[str, Any]], Coroutine[Any, Any, None]]] = {
     "rtt": rtt_worker,
     "relay": relay_worker,
     "nats": nats_worker,
+    "chain": chain_worker,
     "tap": tap_worker,
 }
 

@@ -23,29 +23,29 @@ from tests.test_bench_smoke import _NUMBER, _VERDICT
 pytestmark = pytest.mark.pi
 
 FIGURES = [
-    rf"^round trip with a real Pi \(1\.6\.0, current\), {_NUMBER} submits per side and regime, GC"
-    r" on \(ms\):$",
-    rf"^  paced, the targets: {_NUMBER} ms pause before each submit on every side \(.+\)$",
-    r"^  back to back, for comparison \(no target\): no pause \(.+\)$",
-    rf"^    fleet \(BridgeClient/NatsTransport -> NATS -> forwarder -> relay -> Pi\) +p50 {_NUMBER}"
+    rf"^round trip with a real Pi \(1\.6\.0, current\), {_NUMBER} submits per side, GC on"
+    r" \(ms\):$",
+    rf"^  fleet \(BridgeClient/NatsTransport -> NATS -> forwarder -> relay -> Pi\) +p50 {_NUMBER}"
     rf"  p99 {_NUMBER}$",
-    rf"^    floor part: raw NATS request/reply \({_NUMBER} B body\) +p50 {_NUMBER}  p99 {_NUMBER}$",
-    rf"^    floor part: SDK over the relay alone \(BridgeClient/RelayTransport\) +p50 {_NUMBER}"
+    rf"^  floor: the two parts in turn, timed in one loop +p50 {_NUMBER}  p99 {_NUMBER}$",
+    rf"^    part alone: raw NATS request/reply \({_NUMBER} B body\) +p50 {_NUMBER}  p99"
+    rf" {_NUMBER}$",
+    rf"^    part alone: SDK over the relay \(BridgeClient/RelayTransport\) +p50 {_NUMBER}"
     rf"  p99 {_NUMBER}$",
-    rf"^    floor: the two parts in turn +p50 {_NUMBER}  p99 {_NUMBER}$",
-    rf"^      \(the sums of the two parts' percentiles, a looser floor: p50 {_NUMBER}  p99"
-    rf" {_NUMBER}\)$",
-    rf"^    fleet/floor p50 ratio {_NUMBER} \(target <= {_NUMBER}\) {_VERDICT}; p99 ratio"
+    rf"^    \(the parts alone, their samples paired: p50 {_NUMBER}  p99 {_NUMBER}; their"
+    rf" percentiles summed: p50 {_NUMBER}  p99 {_NUMBER}\)$",
+    rf"^  fleet/floor p50 ratio {_NUMBER} \(target <= {_NUMBER}\) {_VERDICT}; p99 ratio"
     rf" {_NUMBER} \(target <= {_NUMBER}\) {_VERDICT}$",
-    rf"^    fleet/floor p50 ratio {_NUMBER}; p99 ratio {_NUMBER}$",
-    rf"^    cpu per submit \(us\): fleet: bridge {_NUMBER}, forwarder {_NUMBER}, nats-server"
+    rf"^  cpu per submit \(us\): fleet: bridge {_NUMBER}, forwarder {_NUMBER}, nats-server"
     rf" {_NUMBER}, Pi {_NUMBER}, stand-in {_NUMBER}$",
+    rf"^ +floor: bridge {_NUMBER}, responder {_NUMBER}, nats-server {_NUMBER}, Pi {_NUMBER},"
+    rf" stand-in {_NUMBER}$",
     rf"^ +relay alone: bridge {_NUMBER}, Pi {_NUMBER}, stand-in {_NUMBER}$",
     rf"^ +NATS alone: requester {_NUMBER}, responder {_NUMBER}, nats-server {_NUMBER}$",
-    rf"^    where the fleet's p50 goes: the relay part {_NUMBER} \+ the NATS part {_NUMBER} \+"
-    rf" the fleet's own work {_NUMBER} ms$",
-    rf"^  per hop, p50 of each \(another round, back to back, a tap on NATS and on the relay,"
-    rf" {_NUMBER} submits; ms\):$",
+    rf"^  where the fleet's p50 goes: the floor {_NUMBER} \+ the fleet's own work {_NUMBER} ms"
+    rf" \(the parts alone: relay {_NUMBER}, NATS {_NUMBER}\)$",
+    rf"^  per hop, p50 of each \(another round, a tap on NATS and on the relay, {_NUMBER}"
+    r" submits; ms\):$",
     rf"^    bridge -> NATS -> the submit on NATS +{_NUMBER}$",
     rf"^    -> forwarder -> relay -> Pi -> the relay's submit-result +{_NUMBER}$",
     rf"^    -> forwarder -> the reply on NATS +{_NUMBER}$",
