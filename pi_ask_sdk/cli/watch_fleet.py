@@ -2,8 +2,9 @@
 
 One ordered consumer on the fleet's FLOWS stream (``DeliverPolicy.LAST_PER_SUBJECT``): first
 the Pis up now and the forms open now (shown as already open), then everything that happens:
-Pis coming up and going, forms started, completed or gone. A second consumer (and a core
-subscription, for the results of direct submits) shows the submit-results from now on.
+Pis coming up and going, forms started, completed or gone. A core subscription to the
+Pis' result subjects shows the submit-results from now on (they are stored nowhere), and a
+second consumer, on the FORWARDERS stream, each host's forwarder going silent or coming back.
 Watching publishes nothing and never counts as an answerer.
 Needs the extra ``pi-ask-sdk[nats]``.
 """
@@ -70,9 +71,9 @@ def flow_id_of(token: str) -> str | None:
 
 
 class FleetPrinter:
-    """Prints what the FLOWS and RESULTS streams of one fleet carry: ``flows(msg)`` and
-    ``results(msg)`` are the consumers' handlers. In the snapshot (``live`` False) only the
-    Pis up and the forms open are shown; past endings are not news."""
+    """Prints what one fleet carries: ``flows(msg)`` handles the FLOWS stream's consumer,
+    ``results(msg)`` the core subscription to the Pis' submit-results. In the snapshot
+    (``live`` False) only the Pis up and the forms open are shown; past endings are not news."""
 
     def __init__(self, names: FleetNames, write: Write, *, as_json: bool) -> None:
         self._names = names

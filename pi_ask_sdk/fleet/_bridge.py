@@ -85,7 +85,7 @@ class Fleet:
     refused by Pi). Without a group every bridge sees every form. Answerers only.
 
     ``transport(host, pid)`` makes a ``NatsTransport`` for one Pi; ``pis()`` lists the Pis up
-    now; ``pi_ask_sdk.serve(handler, fleet)`` runs ``handler(client, pi)`` for every Pi, now
+    now; ``pi_ask_sdk.serving.serve(handler, fleet)`` runs ``handler(client, pi)`` for every Pi, now
     and later (``Fleet`` is its source: ``follow``, ``pi_key``, ``pi_transport``).
 
     Forwarder liveness: a host whose forwarder has not heartbeaten for
@@ -445,7 +445,8 @@ class Fleet:
             host: The host id its forwarder publishes under.
             pid: The Pi's process id on that host.
             open_timeout: Seconds ``open`` waits for the Pi's snapshot.
-            send_timeout: Seconds ``send`` waits for the server to store a submit.
+            send_timeout: Seconds ``send`` waits for the host's forwarder and its reply
+                (``pi_ask_sdk.fleet.delivery``).
 
         Raises:
             InvalidArgument: ``host`` cannot be a host id.
@@ -686,7 +687,8 @@ def pi_transport(
         role: ``"answerer"`` or ``"observer"`` (as for ``Fleet``).
         names: The fleet's names (its subject prefix).
         open_timeout: Seconds ``open`` waits for the Pi's snapshot.
-        send_timeout: Seconds ``send`` waits for the server to store a submit.
+        send_timeout: Seconds ``send`` waits for the host's forwarder and its reply
+            (``pi_ask_sdk.fleet.delivery``).
 
     Raises:
         InvalidArgument: ``host`` cannot be a host id.

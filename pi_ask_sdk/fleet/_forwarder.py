@@ -550,9 +550,8 @@ class Forwarder:
         self._answer_changed = asyncio.Event()
 
     async def wait_taking_submits(self, timeout: float) -> None:
-        """Wait (at most ``timeout`` s) until ``run`` has opened the relays it found first,
-        bound this host's submit consumer and subscribed to its direct submits; raises
-        ``TimeoutError``."""
+        """Wait (at most ``timeout`` s) until ``run`` holds the host's lease and has
+        subscribed to its Pis' submits (at the server); raises ``TimeoutError``."""
         await within(self._taking.wait(), timeout)
 
     async def wait_role(self, role: RelayRole, timeout: float) -> None:

@@ -1,4 +1,5 @@
-"""One Pi process's link: its relay connection, and the ordered publishing of its events."""
+"""One Pi process's link, both ways: its relay connection, the ordered publishing of its
+events, and its bridges' submits given to Pi at most once (its own ``Ledger``)."""
 
 from __future__ import annotations
 

@@ -5,9 +5,9 @@ HOST whose tool call id starts with PREFIX and prints one JSON line per outcome;
 ``{"ready": "1"}`` once its transport is open.
 
 ``python -m tests.fleet.bridge_proc --serve URL TIMEOUT PREFIX`` serves every Pi of the fleet
-(``Fleet.serve``, forwarder timeout TIMEOUT seconds) with a handler that answers the same way and
-lingers 0.2 s after its Pi's stream ends (a handler that flushes a log, say); it prints
-``{"ready": "1"}`` once serving, ``{"served": "<pid>"}`` each time a handler starts."""
+(``serve(handler, fleet)``, forwarder timeout TIMEOUT seconds) with a handler that answers the
+same way and lingers 0.2 s after its Pi's stream ends (a handler that flushes a log, say); it
+prints ``{"ready": "1"}`` once serving, ``{"served": "<pid>"}`` each time a handler starts."""
 
 from __future__ import annotations
 

@@ -164,7 +164,7 @@ async def test_two_bridges_answering_one_form_get_one_acceptance(host: Host, fle
             fa = await flows_a.next(timeout=10)
             fb = await flows_b.next(timeout=10)
             assert fa.flow_id == fb.flow_id
-            # Sent together: a submit returns once its result is in (a direct submit's reply),
+            # Sent together: a submit returns once its result is in (the forwarder's reply),
             # after which the other bridge may already know the form completed.
             ta, tb = await asyncio.gather(a.submit(fa, yes(fa)), b.submit(fb, yes(fb)))
             oa, ob = await asyncio.gather(

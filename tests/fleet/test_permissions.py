@@ -1,6 +1,6 @@
 """docs/fleet.md's security model against a real nats-server with per-user permissions: each
 host's forwarder and the bridge get exactly ``FleetNames.forwarder_permissions`` /
-``bridge_permissions``; an administrator made the streams and the hosts' submit consumers."""
+``bridge_permissions``; an administrator made the streams."""
 
 from __future__ import annotations
 
