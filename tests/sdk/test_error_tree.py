@@ -1,6 +1,7 @@
 """One error tree: everything pi-ask raises is a ``PiAskError``; ``pi_ask_sdk.errors`` draws the
 library's generic branch, each layer's ``errors`` module its own (the relay's:
-``pi_ask_sdk.transports.relay.errors``) and ``pi_ask_sdk.testing.errors`` the test tooling's."""
+``pi_ask_sdk.transports.relay.errors``, the fleet's: ``pi_ask_sdk.fleet.errors``) and
+``pi_ask_sdk.testing.errors`` the test tooling's."""
 
 from __future__ import annotations
 
@@ -33,6 +34,8 @@ PUBLIC_MODULES = (
     "pi_ask_sdk.transports",
     "pi_ask_sdk.transports.relay",
     "pi_ask_sdk.transports.relay.errors",
+    # (the fleet's errors import without nats-py: the rest of its package loads lazily)
+    "pi_ask_sdk.fleet.errors",
     "pi_ask_sdk.testing.errors",
     "pi_ask_sdk.testing.realpi",
     "pi_ask_sdk.testing.standin",
