@@ -27,8 +27,11 @@ a ``not_sent`` reply                  the forwarder did not give it to    ``Subm
 a submit-result                       Pi's verdict (or the ledger's       ``SubmitAccepted`` /
                                       record of it, for a retry)          ``SubmitRejected``
 no reply within ``send_timeout``      unknown: it may have been applied   ``SubmitTimedOut``
-                                      (a late reply is still delivered)   at the respond's own
-                                                                          timeout; a retry with
+                                      (a late reply is still delivered)   once the respond's own
+                                                                          timeout has passed
+                                                                          after that (at most
+                                                                          ``send_timeout`` + it
+                                                                          in all); a retry with
                                                                           the same request id is
                                                                           safe
 the Pi's session ends, or the Pi or   its pending submits end             ``SubmitLost``

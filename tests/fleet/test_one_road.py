@@ -255,6 +255,35 @@ async def test_a_respond_cancelled_while_its_request_waits_ends_at_once(
 
 
 @pytest.mark.asyncio
+async def test_a_verdict_that_comes_after_the_timeouts_is_still_delivered(
+    host: Host, fleet: Fleet
+) -> None:
+    """A slow Pi holds the submit-result past the transport's ``send_timeout`` and the
+    respond's own timeout: the bridge is told ``SubmitTimedOut`` (it may have been applied;
+    never "not sent"), within ``send_timeout`` + that timeout, as the delivery table says.
+    When Pi's verdict does come, the forwarder's reply reaches the transport late and is
+    delivered: the same ticket's wait gives ``SubmitAccepted``, and Pi was given it once."""
+    relay = await host.start_pi()
+    await taking(host)
+    await fleet.wait_pi("h1", relay.pid)
+    handle = relay.open_form(yes_no_params(), "tardy")
+    relay.hold = asyncio.Event()
+    async with BridgeClient(fleet.transport("h1", relay.pid, send_timeout=1.0)) as client:
+        flow = await client.flows().next(timeout=10)
+        began = time.monotonic()
+        outcome = await client.respond(flow, yes(flow), timeout=1.0)
+        waited = time.monotonic() - began
+        assert isinstance(outcome, SubmitTimedOut), outcome
+        assert waited < 1.0 + 1.0 + 1.0, waited  # send_timeout + the respond's timeout
+        assert handle.is_open
+        relay.hold.set()  # Pi answers now: its verdict finds no send waiting for it
+        late = await client.await_result(outcome.ticket, timeout=10)
+    assert isinstance(late, SubmitAccepted), late
+    assert handle.state == "completed"
+    assert relay_answered(relay, handle.flow_id) == 1
+
+
+@pytest.mark.asyncio
 async def test_a_submit_for_a_pi_the_forwarder_does_not_follow_is_not_sent(
     host: Host, fleet: Fleet
 ) -> None:
