@@ -1,11 +1,14 @@
 """A host whose forwarder died (SIGKILL) is "forwarder gone" for bridges once it has been
 silent for ``forwarder_timeout``: its Pis' forms are reported ended (never open for ever, never
-answered), and when a forwarder comes back the forms still open are delivered again."""
+answered), and when a forwarder comes back the forms still open are delivered again. A server
+that goes away is named as the server, by the forwarder and the bridge."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import logging
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 
 import pytest
 import pytest_asyncio
@@ -15,9 +18,10 @@ from pi_ask_sdk.fleet import Fleet, FleetPi, FleetPiNotFound, FleetSettings
 from pi_ask_sdk.outcomes import SessionEnded, SubmitLost, SubmitNotSent
 from pi_ask_sdk.serving import serve
 from pi_ask_sdk.testing import yes_no_params
+from pi_ask_sdk.testing.nats_server import NatsServer
 
 from .conftest import Host
-from .kit import BridgeProcess, ForwarderProcess, relay_answered, yes
+from .kit import BridgeProcess, ForwarderProcess, all_done, relay_answered, yes
 
 TIMEOUT = 3.0  # the bridge's forwarder_timeout (10 s by default)
 
@@ -153,3 +157,84 @@ async def test_a_bridge_resumed_after_a_stop_past_the_timeout_serves_every_pi_ag
     for handle in [before, *after]:
         assert not handle.is_open, handle.tool_call_id
         assert relay_answered(relay, handle.flow_id) == 1, handle.tool_call_id
+
+
+class FleetLog(logging.Handler):
+    """The messages logged on ``pi_ask_sdk.fleet`` (the forwarder's and the bridge's: both run
+    in this process), and a bounded wait for one that holds a text."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.lines: list[str] = []
+        self._logged = asyncio.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+        self._logged.set()  # (logged on the loop's thread: the fleet's code runs there)
+
+    async def wait(self, text: str, timeout: float) -> str:
+        async def until() -> str:
+            while True:
+                for line in self.lines:
+                    if text in line:
+                        return line
+                self._logged.clear()
+                await self._logged.wait()
+
+        return await asyncio.wait_for(until(), timeout)
+
+
+@contextmanager
+def fleet_log() -> Iterator[FleetLog]:
+    logger = logging.getLogger("pi_ask_sdk.fleet")
+    handler = FleetLog()
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield handler
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
+@pytest.mark.asyncio
+async def test_a_lost_server_is_named_as_the_server_by_the_forwarder_and_the_bridge(
+    host: Host, nats_server: NatsServer
+) -> None:
+    """Kills: the nats-server (SIGKILL) under a forwarder and a bridge, past the bridge's
+    forwarder timeout, with a form open; restarts it (same store). The forwarder says the
+    server is unreachable (it said nothing) and then that it is back; the bridge says the
+    server is unreachable, never that host h1's forwarder is gone (which it is not). The form
+    is answered once the server is back (lost 0, doubled 0)."""
+    relay = await host.start_pi()
+    forwarder = await host.start_forwarder()
+    await forwarder.wait_taking_submits(20)
+    url = nats_server.url
+    with fleet_log() as log:
+        async with (
+            watching(url) as fleet,
+            BridgeClient(fleet.transport("h1", relay.pid)) as client,
+        ):
+            handle = relay.open_form(yes_no_params(), "across")
+            flow = await client.flows().next(timeout=10)
+            nats_server.kill()
+            await log.wait(f"the NATS server at {url} is unreachable: events wait here", 20)
+            await log.wait(
+                f"the NATS server at {url} is unreachable (for {TIMEOUT:g} s): the forms of "
+                "host 'h1' are ended for this bridge",
+                TIMEOUT + 20,
+            )
+            nats_server.start()
+            await log.wait(f"the NATS server at {url} is back", 30)
+        # The bridge's client ended with the server's silence; a new one answers the form.
+        async with watching(url) as fleet:
+            await fleet.wait_pi("h1", relay.pid, timeout=30)  # (its forwarder heard again)
+            async with BridgeClient(fleet.transport("h1", relay.pid)) as client:
+                [again] = client.open_flows.values()
+                assert again.flow_id == flow.flow_id
+                outcome = await client.respond(again, yes(again), timeout=20)
+    assert isinstance(outcome, SubmitAccepted), outcome
+    await all_done([handle], 10)
+    assert relay_answered(relay, handle.flow_id) == 1
+    assert not [line for line in log.lines if "forwarder of host 'h1' is gone" in line], log.lines
