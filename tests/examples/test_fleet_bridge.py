@@ -10,6 +10,8 @@ uncollected where nats-py is not installed.
 from __future__ import annotations
 
 import asyncio
+import os
+import shutil
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -170,6 +172,29 @@ def test_without_a_server_it_says_why_and_exits_3(
     err = capsys.readouterr().err
     assert err.startswith(f"fleet_bridge: The fleet at {url} is unavailable: nothing answers")
     assert "Traceback" not in err
+
+
+def test_it_runs_copied_alone(tmp_path: Path) -> None:
+    """Its docstring says "copy this file alone": copied into a directory with no other
+    example beside it (nothing of examples/ on the path), it runs (here without a server: it
+    says why, exit 3) and imports nothing but pi_ask_sdk and the standard library."""
+    copy = tmp_path / "fleet_bridge.py"
+    shutil.copyfile(EXAMPLES / "fleet_bridge.py", copy)
+    url = f"nats://127.0.0.1:{free_port()}"  # nothing listens there
+    root = str(EXAMPLES.parent)  # (for pi_ask_sdk when it runs from a checkout)
+    path = os.pathsep.join(p for p in [os.environ.get("PYTHONPATH", ""), root] if p)
+    done = subprocess.run(
+        [sys.executable, str(copy), url],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": path},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+    )
+    assert done.returncode == 3, done.stderr
+    assert done.stderr.startswith(f"fleet_bridge: The fleet at {url} is unavailable"), done.stderr
+    assert "Traceback" not in done.stderr
 
 
 @pytest.mark.asyncio
