@@ -296,6 +296,12 @@ async def watch_fleet(
         if msg.subject == names.forwarder(beat.host):
             alive.heard(beat.host, forwarder_timeout)
 
+    async def on_beat_sent(msg: Msg) -> None:
+        on_beat(msg)
+
+    # The heartbeats as they are stored (the last of each host at start), and as they are sent
+    # on their core subject, as a bridge hears them: a stream without a leader (an election, a
+    # cluster without a quorum) stores none while the forwarders are alive and beat.
     beats = Follower(js, names.forwarders_stream, names.all_forwarders, on_beat)
     try:
         for stream in (names.flows_stream,):
@@ -321,6 +327,7 @@ async def watch_fleet(
                 options.shown_url, f"the streams cannot be read ({exc!r})"
             ) from exc
         try:
+            await nc.subscribe(names.all_forwarders, cb=on_beat_sent)  # (first: none between)
             await beats.start(timeout)
         except (asyncio.TimeoutError, nats.errors.Error, OSError) as exc:
             # (forwarders older than their heartbeats: no FORWARDERS stream)

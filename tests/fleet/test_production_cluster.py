@@ -5,6 +5,7 @@ names the node it kills and counts every form: lost 0, doubled 0. Every wait is 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest_asyncio
 from nats.aio.client import Client
 
 from pi_ask_sdk import BridgeClient, SubmitAccepted
+from pi_ask_sdk.cli.watch_fleet import watch_fleet
 from pi_ask_sdk.fleet import Fleet, FleetNames, FleetPi, FleetSettings, NatsOptions
 from pi_ask_sdk.fleet.connection import connect_nats
 from pi_ask_sdk.serving import serve
@@ -259,8 +261,8 @@ async def test_the_cluster_without_a_quorum_and_back(
     """Kills: the node that leads the flows stream and another (SIGKILL), so JetStream has
     no quorum for longer than ``forwarder_timeout``, while three forms open; one node restarts
     on its store. The bridge hears the forwarder's heartbeats all along (their core subject):
-    it never reports the live forwarder gone; ``serve(handler, fleet)`` answers every form
-    once."""
+    it never reports the live forwarder gone, nor does ``pi-ask watch --nats`` (the same
+    liveness); ``serve(handler, fleet)`` answers every form once."""
     relay = await host.start_pi()
     await host.start_forwarder()
     await fleet.wait_pi("h1", relay.pid)
@@ -276,6 +278,15 @@ async def test_the_cluster_without_a_quorum_and_back(
 
     changes: list[tuple[str, bool]] = []
     unwatch = fleet.watch_forwarders(lambda host, alive: changes.append((host, alive)))
+    watched: list[str] = []
+    watch = asyncio.get_running_loop().create_task(
+        watch_fleet(
+            NatsOptions(cluster.url, name="watch"),
+            write=watched.append,
+            as_json=True,
+            forwarder_timeout=SETTINGS.forwarder_timeout,
+        )
+    )
     stop = asyncio.Event()
     serving = asyncio.get_running_loop().create_task(serve(handler, fleet, stop=stop))
     try:
@@ -296,9 +307,14 @@ async def test_the_cluster_without_a_quorum_and_back(
             raise AssertionError(f"{exc}; the bridge's outcomes: {outcomes}") from None
     finally:
         unwatch()
+        watch.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.wait_for(watch, 30)
         stop.set()
         await asyncio.wait_for(serving, 30)
     assert changes == [], "the live forwarder was reported gone"
+    gone = [line for line in watched if '"forwarder"' in line]
+    assert gone == [], f"pi-ask watch reported the live forwarder gone: {gone}"
     ledger = count_forms(relay, handles, accepted, set())
     assert (ledger.lost, ledger.doubled) == (0, 0), (ledger.detail, outcomes)
     assert ledger.answered == 6, (ledger.detail, outcomes)
