@@ -158,7 +158,8 @@ async def _streams(js: JetStreamContext, names: FleetNames, found: FleetSurvey) 
 
 async def _forwarders(js: JetStreamContext, names: FleetNames, found: FleetSurvey) -> None:
     """The hosts whose forwarder heartbeats: FORWARDERS keeps each host's last heartbeat for
-    ``forwarder_timeout`` seconds (its liveness: pi_ask_sdk.fleet.liveness)."""
+    ``forwarder_timeout`` seconds (``max_age``), the timeout bridges count a forwarder gone
+    after (pi_ask_sdk.fleet.liveness); a goodbye is no heartbeat."""
     beats: dict[str, ForwarderBeat] = {}
 
     def on_beat(msg: Msg) -> None:

@@ -2,9 +2,11 @@
 each peer alive until it has been silent for its timeout.
 
 The bridge beats (its presence) and tracks forwarders; the forwarder beats (its presence) and
-tracks answering bridges; ``pi-ask watch --nats`` and ``pi-ask doctor --nats`` track forwarders.
-Every one of them uses these two, so "alive" means the same everywhere (docs/fleet.md,
-Forwarder presence).
+tracks answering bridges; ``pi-ask watch --nats`` tracks forwarders. Every one of them uses
+these two, so "alive" means the same everywhere (docs/fleet.md, Forwarder liveness).
+``pi-ask doctor --nats`` looks once instead of tracking: a forwarder is alive while its last
+heartbeat is kept in the FORWARDERS stream, whose ``max_age`` is the same
+``forwarder_timeout`` (``protocol``).
 """
 
 from __future__ import annotations

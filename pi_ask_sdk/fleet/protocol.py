@@ -27,7 +27,7 @@ forwarders' presence (FORWARDERS). A submit is never stored: the delivery rules 
 FORWARDERS keeps one message per host for ``FleetSettings.forwarder_timeout`` seconds
 (``max_age``): a host with no message there has no live forwarder; a bridge that hears none
 from a host for that long reports that host's Pis ended (``docs/fleet.md``, Forwarder
-presence). It is also the host's lease (one forwarder per host): a forwarder publishes its
+liveness). It is also the host's lease (one forwarder per host): a forwarder publishes its
 first heartbeat only if the host has none (``Header.EXPECTED_LAST_SUBJECT_SEQUENCE`` ``0``),
 and each next one only if the last is its own (that sequence): a second forwarder of the host
 is refused (``JsCode.WRONG_LAST_SEQUENCE``) until the first has been silent for
