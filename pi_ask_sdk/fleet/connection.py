@@ -38,7 +38,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class NatsOptions:
     """How to reach the NATS server: passed through to ``nats.connect``.
 
@@ -87,6 +87,17 @@ class NatsOptions:
             raise InvalidArgument(
                 "NatsOptions", "max_outstanding_pings", "1 or more", self.max_outstanding_pings
             )
+
+    def __repr__(self) -> str:
+        # Never a credential (docs/fleet.md, Security): options end up in logs, tracebacks and
+        # test reports. The URL's user info, the password and the token show as ``***``; file
+        # paths (creds, nkey, TLS) name where a secret is, not the secret.
+        shown = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        shown["url"] = self.shown_url
+        for secret in ("password", "token"):
+            if shown[secret] is not None:
+                shown[secret] = "***"
+        return f"NatsOptions({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
 
     @property
     def shown_url(self) -> str:

@@ -52,3 +52,24 @@ def test_a_url_is_shown_without_its_credentials() -> None:
     )
     assert options.shown_url == "tls://***@a:4222,tls://***@b:4222,tls://c:4222"
     assert options.nkey == "/keys/user.nk"
+
+
+def test_the_options_repr_shows_no_credential() -> None:
+    """Options end up in logs, tracebacks and test reports: their repr masks the URL's user
+    info, the password and the token, and still says where to connect and with what files."""
+    from pi_ask_sdk.fleet import NatsOptions
+
+    options = NatsOptions(
+        "nats://alice:s3cret-url@a:4222,nats://b:4222",
+        password="s3cret-pw",
+        token="s3cret-token",
+        creds="/etc/pi-ask/bot.creds",
+    )
+    shown = repr(options)
+    assert "s3cret" not in shown, shown
+    assert "url='nats://***@a:4222,nats://b:4222'" in shown, shown
+    assert "password='***'" in shown, shown
+    assert "token='***'" in shown, shown
+    assert "creds='/etc/pi-ask/bot.creds'" in shown, shown
+    assert "password=None" in repr(NatsOptions("nats://b:4222"))
+    assert options.password == "s3cret-pw"  # (only what is shown changes)
