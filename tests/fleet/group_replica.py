@@ -6,12 +6,14 @@ live members, prints ``{"ready": NAME}``, then serves every Pi of the fleet: eac
 it is answered "yes" (its request ids start with NAME), with one JSON line when it is shown
 (``shown``) and one per outcome (``replica``, ``flow``, ``outcome``). Each form whose tool
 call id starts with HOLD is answered only once a line comes on stdin (a replica that believes
-it owns a form and answers it late)."""
+it owns a form and answers it late). SIGTERM is a clean shutdown: it stops serving, closes its
+``Fleet`` (its goodbye) and prints ``{"closed": NAME}``."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import sys
 
 from pi_ask_sdk import BridgeClient, FlowView, SubmitAccepted, SubmitNotSent, SubmitRejected
@@ -37,6 +39,9 @@ def kind(outcome: object) -> str:
 async def main(url: str, group: str, name: str, members: int, hold: str) -> None:
     loop = asyncio.get_running_loop()
     go = asyncio.Event()
+    stop = asyncio.Event()
+    # SIGTERM (a deploy's stop): serving ends and the Fleet closes, saying goodbye to the group.
+    loop.add_signal_handler(signal.SIGTERM, stop.set)
     if hold:
         reader = asyncio.StreamReader()
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
@@ -62,7 +67,9 @@ async def main(url: str, group: str, name: str, members: int, hold: str) -> None
     async with Fleet(url, heartbeat=0.2, idle_heartbeat=0.5, group=group, bridge_id=name) as fleet:
         await fleet.wait_group(members, 30)
         say(ready=name)
-        await serve(handler, fleet, request_id_prefix=name)  # (the hosts tell who answered)
+        # (the request ids' prefix: the hosts tell who answered)
+        await serve(handler, fleet, stop=stop, request_id_prefix=name)
+    say(closed=name)
     if hold:
         waiting.cancel()
 

@@ -44,6 +44,7 @@ class Replica:
         self.name = name
         self.log = log
         self.ready = False
+        self.closed = False  # it closed cleanly (SIGTERM: its goodbye sent)
         self.shown: set[str] = set()
         self.outcomes: dict[str, list[str]] = {}
         self.process: subprocess.Popen[bytes] | None = None
@@ -73,6 +74,8 @@ class Replica:
     def _line(self, line: dict[str, str]) -> None:
         if "ready" in line:
             self.ready = True
+        elif "closed" in line:
+            self.closed = True
         elif "shown" in line:
             self.shown.add(line["shown"])
         else:
