@@ -36,6 +36,7 @@ Groups apply to answerers only: an observer sees every form (``Fleet`` refuses a
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections.abc import Callable, Iterable
 from typing import Final
@@ -72,11 +73,13 @@ class Group:
     within their presence timeout. ``on_change()`` is called whenever the view changes.
 
     A replica also hears its own heartbeat (through the server). While it has not heard itself
-    within its own presence timeout (it was stopped, or its connection is down) it counts
-    nobody gone: the silence is its own, not theirs; the members it did not hear meanwhile are
-    counted gone once it hears itself again (by then their heartbeats sent meanwhile, which
-    came before its own, have been heard). So a replica resumed after a freeze does not take
-    every open form for a moment."""
+    within one and a half of its heartbeat intervals (it was stopped, or its connection or the
+    server is down) it counts nobody gone: the silence may be its own, not theirs. Once it
+    hears itself again, each member that fell silent meanwhile has a whole presence timeout
+    from then to be heard (its heartbeats sent meanwhile may be lost, not late: a restarted
+    server kept none), and is counted gone only if it is not. So a replica resumed after a
+    freeze, or reconnected after a server restart, does not take every open form for a
+    moment."""
 
     def __init__(self, name: str, me: str, on_change: Callable[[], None]) -> None:
         self.name = name
@@ -84,15 +87,25 @@ class Group:
         self._on_change = on_change
         self._members = Liveness(self._changed)  # itself among them
         self._unsure: set[str] = set()  # silent while this replica was not hearing itself
+        self._timeouts: dict[str, float] = {}  # each member's presence timeout
+        self._heard_self: float | None = None  # when it last heard itself (the loop's clock)
+        self._interval = 0.0  # its own heartbeat interval
         self._view: tuple[str, ...] = (me,)
 
     def heard(self, member: str, interval: float) -> None:
         """A heartbeat of ``member`` (every ``interval`` seconds), or this replica's own."""
-        self._members.heard(member, max(0.05, interval) * PRESENCE_FACTOR)
+        timeout = self._timeouts[member] = max(0.05, interval) * PRESENCE_FACTOR
+        if member == self.me:
+            self._heard_self = asyncio.get_running_loop().time()
+            self._interval = max(0.05, interval)
+            for other in list(self._unsure):  # a whole presence timeout from now to be heard
+                self._members.heard(other, self._timeouts.get(other, timeout))
+        self._members.heard(member, timeout)
 
     def bye(self, member: str) -> None:
         """``member`` left."""
         self._unsure.discard(member)
+        self._timeouts.pop(member, None)
         if not self._members.forget(member):
             self._update()
 
@@ -110,14 +123,20 @@ class Group:
         self._members.close()
 
     def _changed(self, member: str, alive: bool) -> None:
-        if member == self.me:
-            if alive:  # hearing itself again: the silences it doubted are real
-                self._unsure.clear()
-        elif alive:
-            self._unsure.discard(member)
-        elif self._members.overdue(self.me):
-            self._unsure.add(member)
+        if member != self.me:
+            if alive:
+                self._unsure.discard(member)
+            elif self._deaf():
+                self._unsure.add(member)
         self._update()
+
+    def _deaf(self) -> bool:
+        """Whether its own heartbeat is late (not heard within one and a half intervals): a
+        member that expires now may be unheard, not silent. (An outage silences both at once,
+        an interval apart at most: as a member expires, three intervals after its last
+        heartbeat, this replica's own is then late by two.)"""
+        heard = self._heard_self
+        return heard is None or asyncio.get_running_loop().time() - heard > 1.5 * self._interval
 
     def _update(self) -> None:
         others = {m for m in self._members.keys if m != self.me} | self._unsure

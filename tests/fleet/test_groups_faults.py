@@ -1,10 +1,12 @@
 """Replica groups under faults on a real nats-server: replicas that join and leave (goodbye, or
-SIGKILL) while forms keep opening. Each test names what it kills and counts every form at its
-host: answered exactly once (lost 0, doubled 0). Every wait is bounded."""
+SIGKILL) while forms keep opening, and the nats-server itself killed and restarted under a
+group. Each test names what it kills and counts every form at its host: answered exactly once
+(lost 0, doubled 0). Every wait is bounded."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 from collections import Counter
 from pathlib import Path
@@ -13,15 +15,19 @@ import msgspec
 import pytest
 
 from pi_ask_core import SUBMIT_RESULT, FlowHandle
+from pi_ask_sdk import BridgeClient, FlowView, SubmitAccepted, SubmitNotSent, SubmitTimedOut
+from pi_ask_sdk.fleet import Fleet, FleetPi
 from pi_ask_sdk.fleet.groups import owner
 from pi_ask_sdk.fleet.protocol import FleetNames
+from pi_ask_sdk.outcomes import RespondOutcome
+from pi_ask_sdk.serving import serve
 from pi_ask_sdk.testing import yes_no_params
 from pi_ask_sdk.testing.nats_server import NatsServer
 from tests.relay.fake_relay import FakeRelay
 
 from .conftest import Host
-from .kit import all_done, submits_per_request
-from .test_groups import Replica, hosts_with_a_pi, replicas
+from .kit import all_done, submits_per_request, yes
+from .test_groups import GROUP, Replica, hosts_with_a_pi, replicas
 
 
 class Ledger:
@@ -165,6 +171,180 @@ async def test_replicas_that_join_and_leave_while_forms_open_answer_each_once(
             assert len(split) > 1, split  # the work was spread
             for survivor in survivors:  # those that joined took a share
                 assert split[survivor.name] > 0, split
+    finally:
+        for host in hosts:
+            await host.close()
+
+
+class InProcess:
+    """One replica in this process: ``serve(handler, fleet)`` answers every form it is shown
+    "yes" under a request id of its own (its name, then the tool call id), each in its own task,
+    retrying under that id while the outcome says it may (not sent, timed out) and its client
+    is open; a form whose client ended is answered by the next client ``serve`` gives its Pi.
+    Forms whose tool call id starts with "held-" wait for ``gate``; ``changed`` is set
+    whenever a form is shown."""
+
+    def __init__(self, fleet: Fleet, gate: asyncio.Event, changed: asyncio.Event) -> None:
+        self.fleet = fleet
+        self.name = fleet.bridge_id
+        self.gate = gate
+        self.changed = changed  # set whenever a form is shown
+        self.shown: set[str] = set()
+        self.outcomes: dict[str, list[RespondOutcome]] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def handler(self, client: BridgeClient, pi: FleetPi) -> None:
+        async for flow in client.flows():
+            self.shown.add(flow.flow_id)
+            self.changed.set()
+            self._tasks.append(asyncio.create_task(self._answer(client, flow)))
+
+    async def _answer(self, client: BridgeClient, flow: FlowView) -> None:
+        if (flow.tool_call_id or "").startswith("held-"):
+            await self.gate.wait()
+        request_id = f"{self.name}-{flow.tool_call_id}"
+        for _ in range(60):  # (bounded: each respond is bounded too)
+            outcome = await client.respond(flow, yes(flow), request_id=request_id, timeout=5)
+            self.outcomes.setdefault(flow.flow_id, []).append(outcome)
+            if not isinstance(outcome, (SubmitNotSent, SubmitTimedOut)) or not client.is_open:
+                return
+            if isinstance(outcome, SubmitNotSent) and outcome.reason == "flow_completed":
+                return  # it ended first (another replica answered it)
+
+    async def settled(self, timeout: float) -> None:
+        """Until every answer's task ended (each respond bounded), at most ``timeout`` s."""
+        await asyncio.wait_for(asyncio.gather(*self._tasks, return_exceptions=True), timeout)
+
+    def accepted(self, flow_id: str) -> int:
+        return sum(isinstance(o, SubmitAccepted) for o in self.outcomes.get(flow_id, []))
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+HEARTBEAT = 0.5
+"""The replicas' heartbeat interval (s): their presence timeout is 1.5 s, a margin over their
+reconnections after a restart (each at most 0.25 s apart, and one heartbeat)."""
+
+
+OUTAGE = 2.5
+"""Seconds the nats-server stays down: past the replicas' presence timeout (every member,
+itself included, falls silent), within the forwarders' timeout (10 s)."""
+
+
+@pytest.mark.asyncio
+async def test_the_nats_server_killed_and_restarted_under_a_group(
+    tmp_path: Path, nats_server: NatsServer
+) -> None:
+    """Kills: the nats-server (SIGKILL) while a group of two replicas (in this process, serving
+    with ``serve(handler, fleet)``) serves four Pis of three hosts: some forms shown and held
+    unanswered, a wave just opened; restarts it on the same port and store after ``OUTAGE``
+    seconds. Meanwhile the held forms are answered (their submits sent while it is down) and
+    more forms open; more open as it comes back. Every form, opened before, during and after,
+    is answered exactly once, counted at its host (lost 0, doubled 0); those opened while it
+    was down are answered after it is back; both replicas answered some, and the group is whole
+    again."""
+    hosts = await hosts_with_four_pis(tmp_path, nats_server.url)
+    targets = pis(hosts)
+    relays = [relay for _, relay in targets]
+    ledger = Ledger(relays)
+    loop = asyncio.get_running_loop()
+
+    def wave(tag: str, count: int) -> list[FlowHandle]:
+        return [
+            targets[n % len(targets)][1].open_form(yes_no_params(), f"{tag}-{n}")
+            for n in range(count)
+        ]
+
+    names = FleetNames()
+
+    def held_by(name: str, count: int) -> list[FlowHandle]:
+        """``count`` forms that replica ``name`` owns (held unanswered until ``gate``)."""
+        mine: list[FlowHandle] = []
+        n = 0
+        while len(mine) < count:
+            host, relay = targets[n % len(targets)]
+            call = f"held-{name}-{n}"
+            if owner(names.flow(host.host_id, relay.pid, f"tool:{call}"), ["ra", "rb"]) == name:
+                mine.append(relay.open_form(yes_no_params(), call))
+            n += 1
+        return mine
+
+    gate = asyncio.Event()
+    shown = asyncio.Event()
+    stop = asyncio.Event()
+    try:
+        async with (
+            Fleet(nats_server.url, group=GROUP, heartbeat=HEARTBEAT, bridge_id="ra") as ra,
+            Fleet(nats_server.url, group=GROUP, heartbeat=HEARTBEAT, bridge_id="rb") as rb,
+        ):
+            assert await ra.wait_group(2, 10) == ("ra", "rb")
+            assert await rb.wait_group(2, 10) == ("ra", "rb")
+            group = [InProcess(ra, gate, shown), InProcess(rb, gate, shown)]
+            serving = [
+                asyncio.create_task(serve(r.handler, r.fleet, stop=stop, request_id_prefix=r.name))
+                for r in group
+            ]
+            try:
+                before = wave("before", 24)
+                held = held_by("ra", 4) + held_by("rb", 4)
+                await all_done(before, 30)
+
+                async def all_held_shown() -> None:
+                    while not {h.flow_id for h in held} <= set().union(*(r.shown for r in group)):
+                        shown.clear()
+                        await shown.wait()
+
+                await asyncio.wait_for(all_held_shown(), 30)
+                assert all(h.is_open for h in held)
+                for replica in group:  # each was shown its own, and holds them unanswered
+                    own = {h.flow_id for h in held if f"-{replica.name}-" in (h.tool_call_id or "")}
+                    assert own <= replica.shown
+                in_flight = wave("flight", 12)  # on their way as the server dies
+
+                nats_server.kill()
+                gate.set()  # the held forms are answered while it is down
+                during = wave("during", 12)
+                # Time is the thing: the server stays down past every presence timeout.
+                await asyncio.sleep(OUTAGE)
+                await asyncio.to_thread(nats_server.start)  # same port, same store
+                back = loop.time()
+                after = wave("after", 12)
+
+                handles = before + held + in_flight + during + after
+                await all_done(handles, 60)
+                for replica in group:
+                    await replica.settled(60)
+                ledger.assert_each_once(handles, relays)
+                assert all(ledger.when[h.flow_id] > back for h in during)  # once it is back
+                # Each form was shown to one replica only: both were alive throughout, and
+                # neither took the other's forms for its own silence.
+                assert group[0].shown & group[1].shown == set()
+                for handle in handles:  # no replica was told "accepted" but the host's
+                    told = [r.name for r in group if r.accepted(handle.flow_id)]
+                    assert told in ([], ledger.accepted[handle.flow_id]), (
+                        handle.tool_call_id,
+                        told,
+                    )
+                    assert all(r.accepted(handle.flow_id) <= 1 for r in group)
+                split = ledger.by()
+                print(
+                    f"\nserver restart: {len(handles)} forms; accepted per replica: "
+                    f"{dict(split)}; refused at the hosts: {ledger.refused}"
+                )
+                assert split["ra"] > 0, split
+                assert split["rb"] > 0, split
+                assert await ra.wait_group(2, 10) == ("ra", "rb")  # the group is whole again
+                assert await rb.wait_group(2, 10) == ("ra", "rb")
+            finally:
+                stop.set()
+                for task in serving:
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await asyncio.wait_for(task, 15)
+                for replica in group:
+                    await replica.stop()
     finally:
         for host in hosts:
             await host.close()
