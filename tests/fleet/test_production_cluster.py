@@ -28,6 +28,12 @@ from .production import RetryingAnswerer, SettingsHost, count_forms, move_leader
 NAMES = FleetNames()
 SETTINGS = FleetSettings(replicas=3)
 FORWARDER, BRIDGE = "forwarder-h1", "bridge-1"
+PING = 0.5
+"""The bridge's and the forwarder's ping interval (NatsOptions: 1 s): a frozen node is noticed
+within ``PING * (max_outstanding_pings + 1)`` = 2 s, well inside ``forwarder_timeout`` (10 s)
+with the fail-over and a stream's leader election after it, on a loaded machine too (at 1 s,
+two runs of fifteen with other work on the machine took past 10 s: the bridge counted the live
+forwarder gone and ended its transport)."""
 STREAMS = [str(config.name) for config in SETTINGS.streams(NAMES)]
 
 
@@ -48,7 +54,7 @@ async def admin(cluster: NatsCluster) -> AsyncIterator[Client]:
 @pytest_asyncio.fixture
 async def fleet(cluster: NatsCluster) -> AsyncIterator[Fleet]:
     """The answering bridge's fleet connection, given every node's URL."""
-    options = NatsOptions(cluster.url, name=BRIDGE)
+    options = NatsOptions(cluster.url, name=BRIDGE, ping_interval=PING)
     async with Fleet(options, settings=SETTINGS, heartbeat=0.2, idle_heartbeat=0.5) as connected:
         yield connected
 
@@ -56,7 +62,10 @@ async def fleet(cluster: NatsCluster) -> AsyncIterator[Fleet]:
 @pytest_asyncio.fixture
 async def host(tmp_path: Path, cluster: NatsCluster) -> AsyncIterator[SettingsHost]:
     made = SettingsHost(
-        tmp_path / "relays", NatsOptions(cluster.url, name=FORWARDER), "h1", SETTINGS
+        tmp_path / "relays",
+        NatsOptions(cluster.url, name=FORWARDER, ping_interval=PING),
+        "h1",
+        SETTINGS,
     )
     yield made
     await made.close()
@@ -224,9 +233,10 @@ async def test_a_frozen_node_is_left_for_another(
     """Pauses: the node the forwarder is connected to, made the leader of every stream
     (SIGSTOP, as a frozen VM: its sockets stay open, it answers nothing), while five forms
     wait for the bridge and five more open. The forwarder notices within a bounded time (its
-    pings, ``NatsOptions.ping_interval``: about 4 s) and fails over, before the bridges count
-    it gone; submits sent to it meanwhile are lost with the node (``SubmitTimedOut``) and the
-    bridge retries them with the same request id. Every form is answered once."""
+    pings, ``NatsOptions.ping_interval``: about 2 s with ``PING``) and fails over, before the
+    bridges count it gone; submits sent to it meanwhile are lost with the node
+    (``SubmitTimedOut``) and the bridge retries them with the same request id. Every form is
+    answered once."""
     relay = await host.start_pi()
     await host.start_forwarder()
     await fleet.wait_pi("h1", relay.pid)
