@@ -12,13 +12,14 @@ import subprocess
 import sys
 import threading
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 from pi_ask_core import AnswerResponse, FlowHandle, RemoteAnswer
 from pi_ask_sdk import Answer, AnswerBuilder, BridgeClient, FlowView, SubmitAccepted
-from pi_ask_sdk.fleet import Fleet
+from pi_ask_sdk.fleet import Fleet, FleetPi
 from pi_ask_sdk.forms import F
-from pi_ask_sdk.outcomes import RespondOutcome
+from pi_ask_sdk.outcomes import RespondOutcome, SubmitNotSent, SubmitTimedOut
 from tests.interrupts import default_sigint
 from tests.relay.fake_relay import FakeRelay
 
@@ -33,6 +34,62 @@ def yes(flow: FlowView[F]) -> Answer[F]:
 def local_no() -> object:
     """What the host's own user answers (FlowHandle.complete)."""
     return AnswerResponse(answers={"deploy": RemoteAnswer(values=["no"])})
+
+
+class Retrying:
+    """A bridge's handler for ``serve(handler, fleet)`` that answers each form "yes", each in
+    its own task, under a request id of its own (``prefix``, then the tool call id), retrying
+    under that id while the outcome says it may (not sent, timed out; not a form another
+    answered first) and its client is open; a form whose client ended is answered by the next
+    client ``serve`` gives its Pi. Forms for which ``waits(flow)`` holds wait for ``gate``.
+    ``shown`` holds every form shown, and ``changed`` is set at each; every outcome is kept by
+    flow id."""
+
+    def __init__(
+        self,
+        prefix: str = "r",
+        *,
+        gate: asyncio.Event | None = None,
+        changed: asyncio.Event | None = None,
+        waits: Callable[[FlowView], bool] = lambda flow: True,
+    ) -> None:
+        self.prefix = prefix
+        self.gate = gate or asyncio.Event()
+        self.changed = changed or asyncio.Event()
+        self.waits = waits
+        self.shown: set[str] = set()
+        self.outcomes: dict[str, list[RespondOutcome]] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def handler(self, client: BridgeClient, pi: FleetPi) -> None:
+        async for flow in client.flows():
+            self.shown.add(flow.flow_id)
+            self.changed.set()
+            self._tasks.append(asyncio.create_task(self._answer(client, flow)))
+
+    async def _answer(self, client: BridgeClient, flow: FlowView) -> None:
+        if self.waits(flow):
+            await self.gate.wait()
+        request_id = f"{self.prefix}-{flow.tool_call_id}"
+        for _ in range(60):  # (bounded: each respond is bounded too)
+            outcome = await client.respond(flow, yes(flow), request_id=request_id, timeout=5)
+            self.outcomes.setdefault(flow.flow_id, []).append(outcome)
+            if not isinstance(outcome, (SubmitNotSent, SubmitTimedOut)) or not client.is_open:
+                return
+            if isinstance(outcome, SubmitNotSent) and outcome.reason == "flow_completed":
+                return  # it ended first (another replica answered it)
+
+    async def settled(self, timeout: float) -> None:
+        """Until every answer's task ended (each respond bounded), at most ``timeout`` s."""
+        await asyncio.wait_for(asyncio.gather(*self._tasks, return_exceptions=True), timeout)
+
+    def accepted(self, flow_id: str) -> int:
+        return sum(isinstance(o, SubmitAccepted) for o in self.outcomes.get(flow_id, []))
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
 
 
 class Answerer:

@@ -9,11 +9,10 @@ from collections import Counter
 
 import pytest
 
-from pi_ask_sdk import BridgeClient, FlowView, SubmitAccepted, SubmitNotSent, SubmitRejected
-from pi_ask_sdk.fleet import Fleet, FleetPi
+from pi_ask_sdk import BridgeClient, SubmitAccepted, SubmitNotSent, SubmitRejected
+from pi_ask_sdk.fleet import Fleet
 from pi_ask_sdk.outcomes import (
     FlowCompleted,
-    RespondOutcome,
     SessionEnded,
     SubmitTimedOut,
 )
@@ -26,6 +25,7 @@ from .kit import (
     Answerer,
     BridgeProcess,
     ForwarderProcess,
+    Retrying,
     all_done,
     assert_each_form_once,
     local_no,
@@ -61,44 +61,6 @@ async def test_the_nats_server_killed_and_restarted_mid_form(
     accepted = Counter({h.flow_id: bridge.accepted(h.flow_id) for h in handles})
     assert_each_form_once(relay, handles, accepted, {before[0].flow_id})
     await bridge.stop()
-
-
-class Retrying:
-    """A bridge that serves every Pi (``serve(handler, fleet)``) and answers each form "yes",
-    retrying under the same request id while the outcome says it may try again (not sent,
-    timed out) and its client is open; a form whose client ended is answered by the next
-    client ``serve`` gives its Pi. Every outcome is kept by flow id."""
-
-    def __init__(self) -> None:
-        self.outcomes: dict[str, list[RespondOutcome]] = {}
-        self.gate = asyncio.Event()
-        self._tasks: list[asyncio.Task[None]] = []
-
-    async def handler(self, client: BridgeClient, pi: FleetPi) -> None:
-        async for flow in client.flows():
-            self._tasks.append(asyncio.create_task(self._answer(client, flow)))
-
-    async def _answer(self, client: BridgeClient, flow: FlowView) -> None:
-        await self.gate.wait()
-        for _ in range(60):  # (bounded: each respond is bounded too)
-            outcome = await client.respond(
-                flow, yes(flow), request_id=f"r-{flow.tool_call_id}", timeout=5
-            )
-            self.outcomes.setdefault(flow.flow_id, []).append(outcome)
-            if not isinstance(outcome, (SubmitNotSent, SubmitTimedOut)) or not client.is_open:
-                return
-
-    async def settled(self, timeout: float) -> None:
-        """Until every answer's task ended (each respond bounded), at most ``timeout`` s."""
-        await asyncio.wait_for(asyncio.gather(*self._tasks, return_exceptions=True), timeout)
-
-    def accepted(self, flow_id: str) -> int:
-        return sum(isinstance(o, SubmitAccepted) for o in self.outcomes.get(flow_id, []))
-
-    async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
 
 
 @pytest.mark.asyncio

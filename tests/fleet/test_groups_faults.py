@@ -15,18 +15,16 @@ import msgspec
 import pytest
 
 from pi_ask_core import SUBMIT_RESULT, FlowHandle
-from pi_ask_sdk import BridgeClient, FlowView, SubmitAccepted, SubmitNotSent, SubmitTimedOut
-from pi_ask_sdk.fleet import Fleet, FleetPi
+from pi_ask_sdk.fleet import Fleet
 from pi_ask_sdk.fleet.groups import owner
 from pi_ask_sdk.fleet.protocol import FleetNames
-from pi_ask_sdk.outcomes import RespondOutcome
 from pi_ask_sdk.serving import serve
 from pi_ask_sdk.testing import yes_no_params
 from pi_ask_sdk.testing.nats_server import NatsServer
 from tests.relay.fake_relay import FakeRelay
 
 from .conftest import Host
-from .kit import all_done, submits_per_request, yes
+from .kit import Retrying, all_done, submits_per_request
 from .test_groups import GROUP, Replica, hosts_with_a_pi, replicas
 
 
@@ -176,52 +174,20 @@ async def test_replicas_that_join_and_leave_while_forms_open_answer_each_once(
             await host.close()
 
 
-class InProcess:
+class InProcess(Retrying):
     """One replica in this process: ``serve(handler, fleet)`` answers every form it is shown
-    "yes" under a request id of its own (its name, then the tool call id), each in its own task,
-    retrying under that id while the outcome says it may (not sent, timed out) and its client
-    is open; a form whose client ended is answered by the next client ``serve`` gives its Pi.
-    Forms whose tool call id starts with "held-" wait for ``gate``; ``changed`` is set
-    whenever a form is shown."""
+    (``Retrying``, under request ids of its own: its name, then the tool call id); forms whose
+    tool call id starts with "held-" wait for ``gate``."""
 
     def __init__(self, fleet: Fleet, gate: asyncio.Event, changed: asyncio.Event) -> None:
+        super().__init__(
+            fleet.bridge_id,
+            gate=gate,
+            changed=changed,
+            waits=lambda flow: (flow.tool_call_id or "").startswith("held-"),
+        )
         self.fleet = fleet
         self.name = fleet.bridge_id
-        self.gate = gate
-        self.changed = changed  # set whenever a form is shown
-        self.shown: set[str] = set()
-        self.outcomes: dict[str, list[RespondOutcome]] = {}
-        self._tasks: list[asyncio.Task[None]] = []
-
-    async def handler(self, client: BridgeClient, pi: FleetPi) -> None:
-        async for flow in client.flows():
-            self.shown.add(flow.flow_id)
-            self.changed.set()
-            self._tasks.append(asyncio.create_task(self._answer(client, flow)))
-
-    async def _answer(self, client: BridgeClient, flow: FlowView) -> None:
-        if (flow.tool_call_id or "").startswith("held-"):
-            await self.gate.wait()
-        request_id = f"{self.name}-{flow.tool_call_id}"
-        for _ in range(60):  # (bounded: each respond is bounded too)
-            outcome = await client.respond(flow, yes(flow), request_id=request_id, timeout=5)
-            self.outcomes.setdefault(flow.flow_id, []).append(outcome)
-            if not isinstance(outcome, (SubmitNotSent, SubmitTimedOut)) or not client.is_open:
-                return
-            if isinstance(outcome, SubmitNotSent) and outcome.reason == "flow_completed":
-                return  # it ended first (another replica answered it)
-
-    async def settled(self, timeout: float) -> None:
-        """Until every answer's task ended (each respond bounded), at most ``timeout`` s."""
-        await asyncio.wait_for(asyncio.gather(*self._tasks, return_exceptions=True), timeout)
-
-    def accepted(self, flow_id: str) -> int:
-        return sum(isinstance(o, SubmitAccepted) for o in self.outcomes.get(flow_id, []))
-
-    async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
 
 
 HEARTBEAT = 0.5
