@@ -274,7 +274,10 @@ class Fleet:
 
     def owns(self, flow_subject: str) -> bool:
         """Whether this bridge shows the form on ``flow_subject`` (always, without a group)."""
-        return self._group is None or self._group.owns(flow_subject)
+        if self._group is None:
+            return True
+        parsed = self._names.parse(flow_subject)
+        return self._group.owns(flow_subject, None if parsed is None else parsed[0])
 
     def _attach(self, transport: NatsTransport) -> None:
         self._transports.add(transport)
@@ -401,7 +404,7 @@ class Fleet:
         if beat.bye:
             group.bye(beat.bridge)
         else:
-            group.heard(beat.bridge, beat.interval)
+            group.heard(beat.bridge, beat.interval, beat.hosts)
 
     def _members_changed(self) -> None:
         changed, self._group_changed = self._group_changed, asyncio.Event()

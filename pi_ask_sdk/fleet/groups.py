@@ -79,7 +79,11 @@ class Group:
     from then to be heard (its heartbeats sent meanwhile may be lost, not late: a restarted
     server kept none), and is counted gone only if it is not. So a replica resumed after a
     freeze, or reconnected after a server restart, does not take every open form for a
-    moment."""
+    moment.
+
+    A member's heartbeat names the hosts it answers for (``Fleet(hosts=[...])``): a form is
+    owned among the members that answer for its host (``owns(key, host)``), as only they
+    serve that host's Pis."""
 
     def __init__(self, name: str, me: str, on_change: Callable[[], None]) -> None:
         self.name = name
@@ -88,13 +92,16 @@ class Group:
         self._members = Liveness(self._changed)  # itself among them
         self._unsure: set[str] = set()  # silent while this replica was not hearing itself
         self._timeouts: dict[str, float] = {}  # each member's presence timeout
+        self._hosts: dict[str, frozenset[str] | None] = {}  # the hosts it answers for (None: all)
         self._heard_self: float | None = None  # when it last heard itself (the loop's clock)
         self._interval = 0.0  # its own heartbeat interval
         self._view: tuple[str, ...] = (me,)
 
-    def heard(self, member: str, interval: float) -> None:
-        """A heartbeat of ``member`` (every ``interval`` seconds), or this replica's own."""
+    def heard(self, member: str, interval: float, hosts: Iterable[str] | None = None) -> None:
+        """A heartbeat of ``member`` (every ``interval`` seconds; answering for ``hosts``, None:
+        every host), or this replica's own."""
         timeout = self._timeouts[member] = max(0.05, interval) * PRESENCE_FACTOR
+        self._hosts[member] = None if hosts is None else frozenset(hosts)
         if member == self.me:
             self._heard_self = asyncio.get_running_loop().time()
             self._interval = max(0.05, interval)
@@ -106,6 +113,7 @@ class Group:
         """``member`` left."""
         self._unsure.discard(member)
         self._timeouts.pop(member, None)
+        self._hosts.pop(member, None)
         if not self._members.forget(member):
             self._update()
 
@@ -114,9 +122,17 @@ class Group:
         """The live members, this replica among them, sorted."""
         return self._view
 
-    def owns(self, key: str) -> bool:
-        """Whether this replica owns ``key`` (a form's flow subject) now."""
-        return len(self._view) == 1 or owner(key, self._view) == self.me
+    def owns(self, key: str, host: str | None = None) -> bool:
+        """Whether this replica owns ``key`` (a form's flow subject) now: among the members
+        that answer for ``host`` (its host; None: among all), and itself."""
+        members = self._view
+        if host is not None:  # a member that does not answer for the host never serves it
+            members = tuple(m for m in members if m == self.me or self._answers_for(m, host))
+        return len(members) == 1 or owner(key, members) == self.me
+
+    def _answers_for(self, member: str, host: str) -> bool:
+        hosts = self._hosts.get(member)
+        return hosts is None or host in hosts
 
     def close(self) -> None:
         """Stop every expiry; ``on_change`` is not called any more."""
