@@ -75,11 +75,12 @@ class Group:
     A replica also hears its own heartbeat (through the server). While it has not heard itself
     within one and a half of its heartbeat intervals (it was stopped, or its connection or the
     server is down) it counts nobody gone: the silence may be its own, not theirs. Once it
-    hears itself again, each member that fell silent meanwhile has a whole presence timeout
+    hears itself again, each member (silent meanwhile or not) has a whole presence timeout
     from then to be heard (its heartbeats sent meanwhile may be lost, not late: a restarted
-    server kept none), and is counted gone only if it is not. So a replica resumed after a
-    freeze, or reconnected after a server restart, does not take every open form for a
-    moment.
+    server kept none), and is counted gone when that runs out unheard, however late this
+    replica's own heartbeat is then. So a replica resumed after a freeze, or reconnected after
+    a server restart, does not take every open form for a moment, and a busy one (its own
+    heartbeat often late) still counts a dead member gone.
 
     A member's heartbeat names the hosts it answers for (``Fleet(hosts=[...])``): a form is
     owned among the members that answer for its host (``owns(key, host)``), as only they
@@ -91,6 +92,10 @@ class Group:
         self._on_change = on_change
         self._members = Liveness(self._changed)  # itself among them
         self._unsure: set[str] = set()  # silent while this replica was not hearing itself
+        # Given a whole presence timeout when this replica heard itself again after its own
+        # heartbeat was late: gone when that runs out unheard, late or not (given once, so a
+        # replica often late, a busy event loop, does not keep a dead member for ever).
+        self._granted: set[str] = set()
         self._timeouts: dict[str, float] = {}  # each member's presence timeout
         self._hosts: dict[str, frozenset[str] | None] = {}  # the hosts it answers for (None: all)
         self._heard_self: float | None = None  # when it last heard itself (the loop's clock)
@@ -103,15 +108,23 @@ class Group:
         timeout = self._timeouts[member] = max(0.05, interval) * PRESENCE_FACTOR
         self._hosts[member] = None if hosts is None else frozenset(hosts)
         if member == self.me:
+            # Its own heartbeat late: every member's sent meanwhile may be lost, not only those
+            # whose timeout ran out (one about to would be counted gone in a moment).
+            late = self._heard_self is not None and self._deaf()
+            silent = self._members.keys if late else []
             self._heard_self = asyncio.get_running_loop().time()
             self._interval = max(0.05, interval)
-            for other in list(self._unsure):  # a whole presence timeout from now to be heard
+            for other in {*self._unsure, *silent} - {self.me} - self._granted:
+                self._granted.add(other)  # a whole presence timeout from now to be heard
                 self._members.heard(other, self._timeouts.get(other, timeout))
+        else:
+            self._granted.discard(member)
         self._members.heard(member, timeout)
 
     def bye(self, member: str) -> None:
         """``member`` left."""
         self._unsure.discard(member)
+        self._granted.discard(member)
         self._timeouts.pop(member, None)
         self._hosts.pop(member, None)
         if not self._members.forget(member):
@@ -142,8 +155,10 @@ class Group:
         if member != self.me:
             if alive:
                 self._unsure.discard(member)
-            elif self._deaf():
+            elif self._deaf() and member not in self._granted:
                 self._unsure.add(member)
+            else:  # gone
+                self._granted.discard(member)
         self._update()
 
     def _deaf(self) -> bool:
