@@ -459,8 +459,8 @@ class Fleet:
         )
 
     async def pis(self, *, timeout: float = 10.0) -> list[FleetPi]:
-        """The Pis up now, by host and pid. Raises ``FleetUnavailable`` when the states do not
-        come within ``timeout`` seconds."""
+        """The Pis up now, by host and pid, of every host (``hosts`` scopes ``serve`` only).
+        Raises ``FleetUnavailable`` when the states do not come within ``timeout`` seconds."""
         states: dict[str, PiState] = {}
 
         def on_state(msg: Msg) -> None:
@@ -490,7 +490,8 @@ class Fleet:
 
     async def wait_pi(self, host: str, pid: int, *, timeout: float = 10.0) -> FleetPi:
         """Wait (at most ``timeout`` s) until a forwarder reports Pi ``pid`` on ``host`` as up,
-        and return it. Raises ``TimeoutError``, or ``FleetUnavailable``."""
+        and return it, whatever ``hosts`` (it scopes ``serve`` only). Raises ``TimeoutError``,
+        or ``FleetUnavailable``."""
         found: asyncio.Future[FleetPi] = asyncio.get_running_loop().create_future()
         last: list[PiState] = []
 
