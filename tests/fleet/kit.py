@@ -12,7 +12,7 @@ import subprocess
 import sys
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 from pi_ask_core import AnswerResponse, FlowHandle, RemoteAnswer
@@ -20,6 +20,7 @@ from pi_ask_sdk import Answer, AnswerBuilder, BridgeClient, FlowView, SubmitAcce
 from pi_ask_sdk.fleet import Fleet, FleetPi
 from pi_ask_sdk.forms import F
 from pi_ask_sdk.outcomes import RespondOutcome, SubmitNotSent, SubmitTimedOut
+from pi_ask_sdk.serving import serve
 from tests.interrupts import default_sigint
 from tests.relay.fake_relay import FakeRelay
 
@@ -90,6 +91,27 @@ class Retrying:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+@contextlib.asynccontextmanager
+async def serving(*replicas: tuple[Retrying, Fleet]) -> AsyncIterator[None]:
+    """``serve(handler, fleet)`` for each ``(handler, fleet)`` pair (its request ids prefixed
+    with the fleet's bridge id) while the block runs; then every ``serve`` ends and every
+    answer's task is cancelled (each wait bounded)."""
+    stop = asyncio.Event()
+    tasks = [
+        asyncio.create_task(serve(r.handler, f, stop=stop, request_id_prefix=f.bridge_id))
+        for r, f in replicas
+    ]
+    try:
+        yield
+    finally:
+        stop.set()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait_for(task, 15)
+        for replica, _ in replicas:
+            await replica.stop()
 
 
 class Answerer:

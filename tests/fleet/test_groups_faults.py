@@ -6,7 +6,6 @@ group. Each test names what it kills and counts every form at its host: answered
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import signal
 from collections import Counter
 from pathlib import Path
@@ -18,13 +17,12 @@ from pi_ask_core import SUBMIT_RESULT, FlowHandle
 from pi_ask_sdk.fleet import Fleet
 from pi_ask_sdk.fleet.groups import owner
 from pi_ask_sdk.fleet.protocol import FleetNames
-from pi_ask_sdk.serving import serve
 from pi_ask_sdk.testing import yes_no_params
 from pi_ask_sdk.testing.nats_server import NatsServer
 from tests.relay.fake_relay import FakeRelay
 
 from .conftest import Host
-from .kit import Retrying, all_done, submits_per_request
+from .kit import Retrying, all_done, serving, submits_per_request
 from .test_groups import GROUP, Replica, hosts_with_a_pi, replicas
 
 
@@ -240,7 +238,6 @@ async def test_the_nats_server_killed_and_restarted_under_a_group(
 
     gate = asyncio.Event()
     shown = asyncio.Event()
-    stop = asyncio.Event()
     try:
         async with (
             Fleet(nats_server.url, group=GROUP, heartbeat=HEARTBEAT, bridge_id="ra") as ra,
@@ -249,11 +246,7 @@ async def test_the_nats_server_killed_and_restarted_under_a_group(
             assert await ra.wait_group(2, 10) == ("ra", "rb")
             assert await rb.wait_group(2, 10) == ("ra", "rb")
             group = [InProcess(ra, gate, shown), InProcess(rb, gate, shown)]
-            serving = [
-                asyncio.create_task(serve(r.handler, r.fleet, stop=stop, request_id_prefix=r.name))
-                for r in group
-            ]
-            try:
+            async with serving(*((r, r.fleet) for r in group)):
                 before = wave("before", 24)
                 held = held_by("ra", 4) + held_by("rb", 4)
                 await all_done(before, 30)
@@ -304,13 +297,6 @@ async def test_the_nats_server_killed_and_restarted_under_a_group(
                 assert split["rb"] > 0, split
                 assert await ra.wait_group(2, 10) == ("ra", "rb")  # the group is whole again
                 assert await rb.wait_group(2, 10) == ("ra", "rb")
-            finally:
-                stop.set()
-                for task in serving:
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await asyncio.wait_for(task, 15)
-                for replica in group:
-                    await replica.stop()
     finally:
         for host in hosts:
             await host.close()

@@ -5,8 +5,6 @@ host: answered exactly once (lost 0, doubled 0). Every wait is bounded."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from pathlib import Path
 
 import pytest
@@ -15,11 +13,10 @@ from pi_ask_core import FlowHandle
 from pi_ask_sdk.fleet import Fleet
 from pi_ask_sdk.fleet.groups import owner
 from pi_ask_sdk.fleet.protocol import FleetNames
-from pi_ask_sdk.serving import serve
 from pi_ask_sdk.testing import yes_no_params
 from pi_ask_sdk.testing.nats_server import NatsServer
 
-from .kit import Retrying, all_done
+from .kit import Retrying, all_done, serving
 from .test_groups import GROUP, Answered, hosts_with_a_pi, only_relay
 
 
@@ -35,7 +32,6 @@ async def test_a_host_only_some_replicas_answer_for_has_its_forms_shown_to_one_o
     relays = [only_relay(h0), only_relay(h1)]
     answered = Answered(relays)
     names = FleetNames()
-    stop = asyncio.Event()
     try:
         async with (
             Fleet(
@@ -49,11 +45,7 @@ async def test_a_host_only_some_replicas_answer_for_has_its_forms_shown_to_one_o
                 Retrying("ra", waits=lambda flow: False),
                 Retrying("rb", waits=lambda flow: False),
             ]
-            serving = [
-                asyncio.create_task(serve(group[0].handler, ra, stop=stop, request_id_prefix="ra")),
-                asyncio.create_task(serve(group[1].handler, rb, stop=stop, request_id_prefix="rb")),
-            ]
-            try:
+            async with serving((group[0], ra), (group[1], rb)):
                 handles: list[FlowHandle] = []
                 of_rb = 0  # h1's forms that hashing over the whole group gives to "rb"
                 n = 0
@@ -72,13 +64,6 @@ async def test_a_host_only_some_replicas_answer_for_has_its_forms_shown_to_one_o
                     for h in handles
                 )  # "rb" never saw a form of h1
                 assert group[0].shown & group[1].shown == set()  # each form shown once
-            finally:
-                stop.set()
-                for task in serving:
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await asyncio.wait_for(task, 15)
-                for replica in group:
-                    await replica.stop()
     finally:
         for host in (h0, h1):
             await host.close()
