@@ -73,9 +73,9 @@ class Fleet:
     default) heartbeats on ``<prefix>._bridge.<bridge_id>`` every ``heartbeat`` seconds, so the
     forwarders make headless Pis wait for this bridge's answers (``hosts``: only those hosts'
     forwarders count it, and ``serve`` serves only their Pis; None: all); ``"observer"`` never
-    makes a form wait. ``setup=False``
-    skips creating the streams (a bridge whose NATS user may not). ``idle_heartbeat`` bounds how
-    long a restarted server goes unnoticed by each consumer.
+    makes a form wait. ``setup=False`` skips creating the streams (a bridge whose NATS user may
+    not). ``idle_heartbeat`` bounds how long a restarted server goes unnoticed by each
+    consumer.
 
     ``group="name"`` makes this bridge one replica of a group that shares the forms: each form
     is shown to exactly one live replica of the group (rendezvous hashing of the form over the
@@ -85,8 +85,8 @@ class Fleet:
     refused by Pi). Without a group every bridge sees every form. Answerers only.
 
     ``transport(host, pid)`` makes a ``NatsTransport`` for one Pi; ``pis()`` lists the Pis up
-    now; ``pi_ask_sdk.serving.serve(handler, fleet)`` runs ``handler(client, pi)`` for every Pi, now
-    and later (``Fleet`` is its source: ``follow``, ``pi_key``, ``pi_transport``).
+    now; ``pi_ask_sdk.serving.serve(handler, fleet)`` runs ``handler(client, pi)`` for every
+    Pi, now and later (``Fleet`` is its source: ``follow``, ``pi_key``, ``pi_transport``).
 
     Forwarder liveness: a host whose forwarder has not heartbeaten for
     ``settings.forwarder_timeout`` seconds (10 s) is "forwarder gone": its Pis are left out of

@@ -68,13 +68,6 @@ class Liveness:
         """Whether ``key`` was heard from within its timeout."""
         return key in self._expiry
 
-    def overdue(self, key: str) -> bool:
-        """Whether ``key`` is not alive, or its timeout has passed on the loop's clock though
-        its expiry has not run yet (the process was stopped: every overdue expiry runs
-        now)."""
-        handle = self._expiry.get(key)
-        return handle is None or handle.when() <= asyncio.get_running_loop().time()
-
     @property
     def keys(self) -> list[str]:
         """The keys alive now, sorted."""
