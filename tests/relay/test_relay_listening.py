@@ -148,3 +148,36 @@ async def test_a_dead_pis_socket_is_no_relay_found_at_once(tmp_path: Path, missi
         assert "a stale socket: its Pi has exited" in str(raised.value)
     with pytest.raises(NoRelayFound, match=f"no process with pid {pid}"):
         await RelayTransport(pid=pid, directory=path.parent).open(Recorder())
+
+
+@pytest.mark.asyncio
+async def test_a_connection_cut_before_its_hello_while_pi_lives_is_tried_again(
+    tmp_path: Path,
+) -> None:
+    """A relay replaced as a client connects (a second copy of it loaded: the first closes
+    as the second listens) cuts the connection before its hello: while Pi lives, ``open``
+    tries again (bounded by ``LISTEN_WAIT``), as a reconnect does, and reaches the new one."""
+    relay = FakeRelay(tmp_path / "relays")
+    relay.directory.mkdir(mode=0o700)
+    cut = asyncio.Event()
+
+    async def closes_at_once(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.close()  # the copy being replaced: no hello
+        cut.set()
+
+    old = await asyncio.start_unix_server(closes_at_once, path=str(relay.path))
+    relay.path.chmod(0o600)
+    transport = RelayTransport(relay.path)
+    opening = asyncio.ensure_future(transport.open(Recorder()))
+    try:
+        await asyncio.wait_for(cut.wait(), WAIT)
+        old.close()
+        await old.wait_closed()
+        relay.path.unlink(missing_ok=True)
+        await relay.start()  # the copy that listens last
+        await asyncio.wait_for(opening, WAIT)
+        assert transport.is_connected
+    finally:
+        opening.cancel()
+        await transport.close()
+        await relay.stop()

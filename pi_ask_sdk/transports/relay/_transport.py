@@ -276,8 +276,10 @@ class RelayTransport:
 
     async def _connect_when_listening(self) -> None:
         """``_connect``, retried for ``LISTEN_WAIT`` seconds while the socket is missing or
-        refuses connections (``NoRelayFound``) and its Pi lives. A dead Pi's socket fails at
-        once, and so does a forwarded one (its pid means nothing here)."""
+        refuses connections (``NoRelayFound``), or cuts the connection before its hello (a
+        retryable ``RelayHandshakeError``: a relay being replaced, as when a second copy of it
+        listens), and its Pi lives. A dead Pi's socket fails at once, and so does a forwarded
+        one (its pid means nothing here)."""
         info = self._info
         assert info is not None
         loop = asyncio.get_running_loop()
@@ -287,9 +289,10 @@ class RelayTransport:
             try:
                 await self._connect()
                 return
-            except NoRelayFound:
+            except (NoRelayFound, RelayHandshakeError) as exc:
                 if (
-                    info.forwarded
+                    (isinstance(exc, RelayHandshakeError) and not exc.retryable)
+                    or info.forwarded
                     or self._state == "closed"
                     or not pid_alive(info.pid)
                     or loop.time() + delay > deadline
